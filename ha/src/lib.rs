@@ -1,0 +1,1 @@
+//! ha (not yet built)

@@ -1,0 +1,13 @@
+//! Test harness for sluice's integration tests: real `mqnamesrv` / `mqbroker`
+//! processes on loopback ports, driven by the standard RocketMQ clients.
+//!
+//! Layout:
+//! - `ports`: free loopback ports, reserved so parallel tests do not collide.
+//! - `process`: spawn one of our binaries, wait for readiness, kill on drop, keep logs on failure.
+//! - `java`: build and run the Java test programs and the official `mqadmin`
+//!   (rocketmq-client / rocketmq-tools from Maven Central) for a given RocketMQ version.
+#![allow(clippy::unwrap_used, reason = "test harness: a failed setup step should fail the test loudly")]
+
+pub mod java;
+pub mod ports;
+pub mod process;

@@ -1,0 +1,1 @@
+//! nameserver (not yet built)

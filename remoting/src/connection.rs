@@ -1,0 +1,481 @@
+//! One framed TCP connection, the same for servers and clients.
+//!
+//! Requests and responses interleave in both directions (a broker calls its
+//! clients over their own connection), so each connection has:
+//! - a read task that splits frames, completes pending requests with their
+//!   responses, and hands requests to a [`RequestHandler`];
+//! - a write task that drains an outgoing queue and writes batches of frames with
+//!   vectored writes, bodies straight from their buffers (mapped CommitLog slices
+//!   included) without copying large ones;
+//! - a [`Channel`] handle, cheap to clone, through which anyone sends, invokes
+//!   (opaque correlation with a timeout) or closes.
+//!
+//! A frame that can never be valid closes this connection only, with the reason
+//! logged. A connection without traffic for the idle time is closed.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::io::{self, IoSlice};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use parking_lot::Mutex;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::{mpsc, oneshot, watch};
+use tracing::{Instrument, debug, info_span, trace, warn};
+
+use crate::command::{FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand};
+use crate::error::{RemotingError, Result};
+use crate::frame::FrameDecoder;
+
+/// Bodies up to this size are copied next to their header (one iovec is cheaper
+/// than two); larger ones are written from their own buffers.
+const INLINE_BODY_MAX: usize = 4096;
+/// At most this many bytes are gathered into one vectored write.
+const WRITE_BATCH_BYTES: usize = 1 << 20;
+/// At most this many buffers per vectored write (IOV_MAX is 1024 on Linux).
+const WRITE_BATCH_SLICES: usize = 512;
+
+/// What a connection does with the requests it receives.
+pub trait RequestHandler: Send + Sync + 'static {
+    /// Called, in the read task, for every request (never for responses).
+    fn on_request(&self, channel: &Channel, request: RemotingCommand);
+
+    /// Called once when the connection has closed.
+    fn on_close(&self, _channel: &Channel) {}
+}
+
+/// Settings of one connection.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnectionOptions {
+    /// Frames longer than this close the connection.
+    pub max_frame_len: usize,
+    /// Close after this long without reading or writing anything; `None` = never.
+    pub idle_timeout: Option<Duration>,
+}
+
+impl Default for ConnectionOptions {
+    fn default() -> Self {
+        ConnectionOptions {
+            max_frame_len: crate::frame::DEFAULT_MAX_FRAME_LEN,
+            idle_timeout: Some(Duration::from_secs(120)),
+        }
+    }
+}
+
+/// A handle to one live connection.
+#[derive(Clone)]
+pub struct Channel {
+    inner: Arc<ChannelInner>,
+}
+
+struct ChannelInner {
+    id: u64,
+    peer: SocketAddr,
+    local: SocketAddr,
+    outgoing: mpsc::UnboundedSender<RemotingCommand>,
+    pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
+    next_opaque: AtomicI32,
+    closed: AtomicBool,
+    close_tx: watch::Sender<bool>,
+    /// Milliseconds since `epoch()` of the last read or write.
+    last_activity: AtomicU64,
+}
+
+impl fmt::Debug for Channel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Channel")
+            .field("id", &self.inner.id)
+            .field("peer", &self.inner.peer)
+            .field("closed", &self.is_closed())
+            .finish()
+    }
+}
+
+impl PartialEq for Channel {
+    fn eq(&self, other: &Self) -> bool {
+        self.inner.id == other.inner.id
+    }
+}
+
+impl Eq for Channel {}
+
+impl std::hash::Hash for Channel {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.inner.id.hash(state);
+    }
+}
+
+fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+fn now_millis() -> u64 {
+    u64::try_from(epoch().elapsed().as_millis()).unwrap_or(u64::MAX)
+}
+
+static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
+
+impl Channel {
+    /// Process-unique id of this connection.
+    #[must_use]
+    pub fn id(&self) -> u64 {
+        self.inner.id
+    }
+
+    /// The remote address.
+    #[must_use]
+    pub fn peer_addr(&self) -> SocketAddr {
+        self.inner.peer
+    }
+
+    /// The local address.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.inner.local
+    }
+
+    /// Whether the connection has closed (or is closing).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::Acquire)
+    }
+
+    /// Queues a command for writing (a response, or a request whose answer nobody awaits).
+    ///
+    /// # Errors
+    /// `ConnectionClosed` when the connection is gone.
+    pub fn send(&self, command: RemotingCommand) -> Result<()> {
+        if self.is_closed() {
+            return Err(self.closed_error());
+        }
+        self.inner
+            .outgoing
+            .send(command)
+            .map_err(|_| self.closed_error())
+    }
+
+    /// Sends a request and waits for its response.
+    ///
+    /// The request's opaque is replaced by a fresh one.
+    ///
+    /// # Errors
+    /// `Timeout` when no response arrives within `timeout`, `ConnectionClosed` when the
+    /// connection closes first.
+    pub async fn invoke(&self, mut request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+        let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
+        request.header.opaque = opaque;
+        request.header.flag &= !(FLAG_RESPONSE | FLAG_ONEWAY);
+        let (tx, rx) = oneshot::channel();
+        self.inner.pending.lock().insert(opaque, tx);
+        if let Err(e) = self.send(request) {
+            self.inner.pending.lock().remove(&opaque);
+            return Err(e);
+        }
+        match tokio::time::timeout(timeout, rx).await {
+            Ok(Ok(response)) => Ok(response),
+            Ok(Err(_)) => Err(self.closed_error()),
+            Err(_) => {
+                self.inner.pending.lock().remove(&opaque);
+                Err(RemotingError::Timeout {
+                    addr: self.inner.peer.to_string(),
+                    opaque,
+                    timeout,
+                })
+            }
+        }
+    }
+
+    /// Sends a request that expects no response.
+    ///
+    /// # Errors
+    /// `ConnectionClosed` when the connection is gone.
+    pub fn invoke_oneway(&self, mut request: RemotingCommand) -> Result<()> {
+        request.header.opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
+        request.header.flag = (request.header.flag | FLAG_ONEWAY) & !FLAG_RESPONSE;
+        self.send(request)
+    }
+
+    /// Closes the connection: reading stops, what is queued is still written.
+    pub fn close(&self) {
+        self.inner.closed.store(true, Ordering::Release);
+        self.inner.close_tx.send_replace(true);
+    }
+
+    /// Resolves once the connection is closed.
+    pub async fn closed(&self) {
+        let mut rx = self.inner.close_tx.subscribe();
+        // wait_for returns at once if the value is already true; an error means the
+        // sender is gone, which also means closed.
+        let _ = rx.wait_for(|closed| *closed).await;
+    }
+
+    fn closed_error(&self) -> RemotingError {
+        RemotingError::ConnectionClosed(self.inner.peer.to_string())
+    }
+
+    fn touch(&self) {
+        self.inner.last_activity.store(now_millis(), Ordering::Relaxed);
+    }
+
+    fn complete(&self, response: RemotingCommand) {
+        let waiter = self.inner.pending.lock().remove(&response.opaque());
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(response);
+            }
+            None => debug!(
+                peer = %self.inner.peer,
+                opaque = response.opaque(),
+                code = response.code(),
+                "response for no pending request (timed out?)"
+            ),
+        }
+    }
+}
+
+/// Starts the read and write tasks of a connected socket and returns its channel.
+///
+/// Must be called inside a tokio runtime.
+///
+/// # Errors
+/// When the socket's addresses cannot be read.
+pub fn spawn(
+    stream: TcpStream,
+    handler: Arc<dyn RequestHandler>,
+    options: ConnectionOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+) -> io::Result<Channel> {
+    let peer = stream.peer_addr()?;
+    let local = stream.local_addr()?;
+    crate::net::tune_stream(&stream);
+    let (read_half, write_half) = stream.into_split();
+    let (outgoing, queue) = mpsc::unbounded_channel();
+    let (close_tx, close_rx) = watch::channel(false);
+    let channel = Channel {
+        inner: Arc::new(ChannelInner {
+            id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
+            peer,
+            local,
+            outgoing,
+            pending: Mutex::new(HashMap::new()),
+            next_opaque: AtomicI32::new(1),
+            closed: AtomicBool::new(false),
+            close_tx,
+            last_activity: AtomicU64::new(now_millis()),
+        }),
+    };
+    channel.touch();
+    let span = info_span!("conn", id = channel.id(), %peer);
+    tokio::spawn(write_loop(channel.clone(), write_half, queue, close_rx).instrument(span.clone()));
+    tokio::spawn(
+        read_loop(channel.clone(), read_half, handler, options, shutdown).instrument(span),
+    );
+    Ok(channel)
+}
+
+async fn read_loop(
+    channel: Channel,
+    mut socket: OwnedReadHalf,
+    handler: Arc<dyn RequestHandler>,
+    options: ConnectionOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+) {
+    let decoder = FrameDecoder::new(options.max_frame_len);
+    let mut buf = BytesMut::with_capacity(64 * 1024);
+    let mut close_rx = channel.inner.close_tx.subscribe();
+    let mut shutdown = shutdown;
+    let reason = 'conn: loop {
+        // Take every complete frame already buffered.
+        loop {
+            match decoder.decode(&mut buf) {
+                Ok(Some(frame)) => match RemotingCommand::from_frame(frame) {
+                    Ok(cmd) if cmd.is_response() => channel.complete(cmd),
+                    Ok(cmd) => handler.on_request(&channel, cmd),
+                    Err(e) => {
+                        warn!(error = %e, "closing connection: malformed frame");
+                        break 'conn "malformed frame";
+                    }
+                },
+                Ok(None) => break,
+                Err(e) => {
+                    warn!(error = %e, "closing connection: malformed frame");
+                    break 'conn "malformed frame";
+                }
+            }
+        }
+        if buf.capacity() - buf.len() < 4096 {
+            buf.reserve(64 * 1024);
+        }
+        let idle = idle_deadline(&channel, options.idle_timeout);
+        tokio::select! {
+            read = socket.read_buf(&mut buf) => match read {
+                Ok(0) => break "closed by peer",
+                Ok(_) => channel.touch(),
+                Err(e) => {
+                    debug!(error = %e, "read failed");
+                    break "read error";
+                }
+            },
+            () = sleep_until_opt(idle) => {
+                // Writes also count as activity: only close if nothing moved since.
+                if idle_deadline(&channel, options.idle_timeout).is_some_and(|d| d <= tokio::time::Instant::now()) {
+                    break "idle timeout";
+                }
+            }
+            _ = close_rx.wait_for(|c| *c) => break "closed locally",
+            () = wait_shutdown(&mut shutdown) => break "server shutdown",
+        }
+    };
+    debug!(reason, "connection closing");
+    channel.close();
+    // Fail every request still waiting for a response.
+    channel.inner.pending.lock().clear();
+    handler.on_close(&channel);
+}
+
+fn idle_deadline(channel: &Channel, idle: Option<Duration>) -> Option<tokio::time::Instant> {
+    let idle = idle?;
+    let last = channel.inner.last_activity.load(Ordering::Relaxed);
+    let elapsed = Duration::from_millis(now_millis().saturating_sub(last));
+    Some(tokio::time::Instant::now() + idle.saturating_sub(elapsed))
+}
+
+async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn wait_shutdown(shutdown: &mut Option<watch::Receiver<bool>>) {
+    match shutdown {
+        Some(rx) => {
+            if rx.wait_for(|s| *s).await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        }
+        None => std::future::pending().await,
+    }
+}
+
+async fn write_loop(
+    channel: Channel,
+    mut socket: OwnedWriteHalf,
+    mut queue: mpsc::UnboundedReceiver<RemotingCommand>,
+    mut close_rx: watch::Receiver<bool>,
+) {
+    let mut batch = WriteBatch::default();
+    loop {
+        let first = tokio::select! {
+            cmd = queue.recv() => cmd,
+            _ = close_rx.wait_for(|c| *c) => None,
+        };
+        let Some(first) = first else { break };
+        batch.push(&first);
+        while batch.has_room() {
+            match queue.try_recv() {
+                Ok(cmd) => batch.push(&cmd),
+                Err(_) => break,
+            }
+        }
+        if let Err(e) = batch.write_to(&mut socket).await {
+            debug!(error = %e, "write failed");
+            channel.close();
+            return;
+        }
+        channel.touch();
+    }
+    // Closing: write what was queued before the close, then shut the socket down.
+    while let Ok(cmd) = queue.try_recv() {
+        batch.push(&cmd);
+        if !batch.has_room() {
+            break;
+        }
+    }
+    if !batch.is_empty() {
+        let _ = batch.write_to(&mut socket).await;
+    }
+    let _ = socket.shutdown().await;
+    trace!("writer done");
+}
+
+/// Frames gathered for one vectored write.
+#[derive(Default)]
+struct WriteBatch {
+    /// Headers and small bodies, appended back to back.
+    scratch: BytesMut,
+    /// The buffers to write in order: pieces of `scratch` and large bodies.
+    slices: Vec<Bytes>,
+    bytes: usize,
+}
+
+impl WriteBatch {
+    fn push(&mut self, cmd: &RemotingCommand) {
+        if let Err(e) = cmd.encode_head(&mut self.scratch) {
+            warn!(error = %e, code = cmd.code(), "dropping unencodable command");
+            return;
+        }
+        for part in cmd.body.parts() {
+            if part.len() <= INLINE_BODY_MAX {
+                self.scratch.extend_from_slice(part);
+            } else {
+                self.flush_scratch();
+                self.bytes += part.len();
+                self.slices.push(part.clone());
+            }
+        }
+        self.flush_scratch();
+    }
+
+    fn flush_scratch(&mut self) {
+        if !self.scratch.is_empty() {
+            let piece = self.scratch.split().freeze();
+            self.bytes += piece.len();
+            self.slices.push(piece);
+        }
+    }
+
+    fn has_room(&self) -> bool {
+        self.bytes < WRITE_BATCH_BYTES && self.slices.len() < WRITE_BATCH_SLICES
+    }
+
+    fn is_empty(&self) -> bool {
+        self.slices.is_empty()
+    }
+
+    async fn write_to(&mut self, socket: &mut OwnedWriteHalf) -> io::Result<()> {
+        let mut index = 0;
+        let mut offset = 0;
+        while index < self.slices.len() {
+            let io: Vec<IoSlice<'_>> = std::iter::once(IoSlice::new(&self.slices[index][offset..]))
+                .chain(self.slices[index + 1..].iter().map(|b| IoSlice::new(b)))
+                .take(WRITE_BATCH_SLICES)
+                .collect();
+            let mut written = socket.write_vectored(&io).await?;
+            if written == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            while written > 0 {
+                let left = self.slices[index].len() - offset;
+                if written >= left {
+                    written -= left;
+                    index += 1;
+                    offset = 0;
+                } else {
+                    offset += written;
+                    written = 0;
+                }
+            }
+        }
+        self.slices.clear();
+        self.bytes = 0;
+        Ok(())
+    }
+}

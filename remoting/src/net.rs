@@ -1,0 +1,58 @@
+//! Socket options and address parsing, in one place.
+
+use std::net::{SocketAddr, ToSocketAddrs};
+
+use tokio::net::TcpStream;
+use tracing::debug;
+
+use crate::error::{RemotingError, Result};
+
+/// Options every remoting connection gets: no Nagle delay (requests are small and
+/// latency-bound), keepalive so dead peers are noticed.
+pub fn tune_stream(stream: &TcpStream) {
+    if let Err(e) = stream.set_nodelay(true) {
+        debug!(error = %e, "set_nodelay failed");
+    }
+    let sock = socket2::SockRef::from(stream);
+    if let Err(e) = sock.set_keepalive(true) {
+        debug!(error = %e, "set_keepalive failed");
+    }
+}
+
+/// Parses `host:port` (an IP literal, or a name resolved once).
+///
+/// # Errors
+/// `InvalidAddress` when it is not `host:port` or the name does not resolve.
+pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
+    let addr = addr.trim();
+    if let Ok(sa) = addr.parse::<SocketAddr>() {
+        return Ok(sa);
+    }
+    addr.to_socket_addrs()
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| RemotingError::InvalidAddress(addr.to_owned()))
+}
+
+/// Splits a `;`-separated name server list (`namesrvAddr`), dropping blanks.
+#[must_use]
+pub fn split_addr_list(list: &str) -> Vec<String> {
+    list.split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_addresses() {
+        assert_eq!(parse_addr("127.0.0.1:9876").unwrap().port(), 9876);
+        assert!(parse_addr("localhost:1").is_ok());
+        assert!(parse_addr("nonsense").is_err());
+        assert_eq!(split_addr_list(" a:1; ;b:2;"), vec!["a:1", "b:2"]);
+    }
+}

@@ -1,0 +1,255 @@
+//! The tokio server: accept loop, processor table keyed by request code, graceful shutdown.
+//!
+//! A processor is called in the connection's read task, so per-connection request
+//! order is kept for everything a processor does synchronously (a put into the
+//! CommitLog). Work that waits (group commit, long polling, a call to a client)
+//! is returned as [`Reply::Later`] and runs in its own task.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::{debug, error, info, warn};
+
+use crate::code::ResponseCode;
+use crate::command::{FLAG_RESPONSE, RemotingCommand};
+use crate::connection::{self, Channel, ConnectionOptions, RequestHandler};
+
+/// A response that is not ready yet.
+pub type LaterReply = Pin<Box<dyn Future<Output = Option<RemotingCommand>> + Send + 'static>>;
+
+/// What a processor does with a request.
+pub enum Reply {
+    /// Answer now.
+    Now(RemotingCommand),
+    /// Answer when the future resolves (`None`: no answer).
+    Later(LaterReply),
+    /// No answer from here (oneway handled, or the processor answers by itself later
+    /// through the channel, as a held pull does).
+    Nothing,
+}
+
+impl fmt::Debug for Reply {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Reply::Now(cmd) => f.debug_tuple("Now").field(&cmd.code()).finish(),
+            Reply::Later(_) => f.write_str("Later"),
+            Reply::Nothing => f.write_str("Nothing"),
+        }
+    }
+}
+
+impl Reply {
+    /// Wraps a future that produces the response.
+    pub fn later<F>(future: F) -> Self
+    where
+        F: Future<Output = Option<RemotingCommand>> + Send + 'static,
+    {
+        Reply::Later(Box::pin(future))
+    }
+}
+
+/// Handles the requests of one or more codes.
+pub trait Processor: Send + Sync + 'static {
+    /// Handles one request. Responses get the request's opaque, flag and header
+    /// encoding from the server; a processor only sets code, remark, extFields, body.
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> Reply;
+}
+
+/// Told about connections coming and going (brokers leaving the name server, clients
+/// leaving a broker).
+pub trait ConnectionListener: Send + Sync + 'static {
+    /// A connection was accepted.
+    fn on_connect(&self, _channel: &Channel) {}
+    /// A connection closed.
+    fn on_close(&self, _channel: &Channel) {}
+}
+
+/// Server settings.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Frames longer than this close the connection (`frameMaxLength`).
+    pub max_frame_len: usize,
+    /// Idle connections are closed after this long (`serverChannelMaxIdleTimeSeconds`).
+    pub idle_timeout: Option<Duration>,
+    /// How long shutdown waits for connections to flush.
+    pub shutdown_grace: Duration,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            max_frame_len: crate::frame::DEFAULT_MAX_FRAME_LEN,
+            idle_timeout: Some(Duration::from_secs(120)),
+            shutdown_grace: Duration::from_secs(3),
+        }
+    }
+}
+
+/// Processor table and connection listeners; cheap to share between connections.
+#[derive(Default, Clone)]
+pub struct Dispatcher {
+    processors: HashMap<i32, Arc<dyn Processor>>,
+    default_processor: Option<Arc<dyn Processor>>,
+    listeners: Vec<Arc<dyn ConnectionListener>>,
+}
+
+impl fmt::Debug for Dispatcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut codes: Vec<_> = self.processors.keys().copied().collect();
+        codes.sort_unstable();
+        f.debug_struct("Dispatcher")
+            .field("codes", &codes)
+            .field("default", &self.default_processor.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Dispatcher {
+    /// An empty table: every request is answered REQUEST_CODE_NOT_SUPPORTED.
+    #[must_use]
+    pub fn new() -> Self {
+        Dispatcher::default()
+    }
+
+    /// Routes the given codes to `processor`.
+    pub fn register<C: Into<i32>>(
+        &mut self,
+        codes: impl IntoIterator<Item = C>,
+        processor: Arc<dyn Processor>,
+    ) -> &mut Self {
+        for code in codes {
+            self.processors.insert(code.into(), Arc::clone(&processor));
+        }
+        self
+    }
+
+    /// Routes every code without its own processor to `processor`.
+    pub fn set_default(&mut self, processor: Arc<dyn Processor>) -> &mut Self {
+        self.default_processor = Some(processor);
+        self
+    }
+
+    /// Adds a connection listener.
+    pub fn add_listener(&mut self, listener: Arc<dyn ConnectionListener>) -> &mut Self {
+        self.listeners.push(listener);
+        self
+    }
+
+    /// Handles one request: finds its processor and sends what it answers.
+    pub fn dispatch(&self, channel: &Channel, request: RemotingCommand) {
+        let code = request.code();
+        let oneway = request.is_oneway();
+        let opaque = request.opaque();
+        let serialize_type = request.serialize_type;
+        let processor = self
+            .processors
+            .get(&code)
+            .or(self.default_processor.as_ref());
+        let reply = match processor {
+            Some(p) => p.process(channel, request),
+            None => {
+                warn!(code, peer = %channel.peer_addr(), "request code not supported");
+                Reply::Now(RemotingCommand::response(
+                    ResponseCode::RequestCodeNotSupported,
+                    Some(format!(" request type {code} not supported")),
+                ))
+            }
+        };
+        let finish = move |channel: &Channel, mut response: RemotingCommand| {
+            if oneway {
+                return;
+            }
+            response.header.opaque = opaque;
+            response.header.flag |= FLAG_RESPONSE;
+            response.serialize_type = serialize_type;
+            if let Err(e) = channel.send(response) {
+                debug!(error = %e, code, "response not sent");
+            }
+        };
+        match reply {
+            Reply::Now(response) => finish(channel, response),
+            Reply::Later(future) => {
+                let channel = channel.clone();
+                tokio::spawn(async move {
+                    if let Some(response) = future.await {
+                        finish(&channel, response);
+                    }
+                });
+            }
+            Reply::Nothing => {}
+        }
+    }
+}
+
+impl RequestHandler for Dispatcher {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+        self.dispatch(channel, request);
+    }
+
+    fn on_close(&self, channel: &Channel) {
+        for l in &self.listeners {
+            l.on_close(channel);
+        }
+    }
+}
+
+/// Serves `dispatcher` on `listener` until `shutdown` resolves, then stops accepting,
+/// closes every connection (queued responses are still written) and returns.
+pub async fn run(
+    listener: TcpListener,
+    dispatcher: Dispatcher,
+    config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) {
+    let dispatcher = Arc::new(dispatcher);
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let options = ConnectionOptions {
+        max_frame_len: config.max_frame_len,
+        idle_timeout: config.idle_timeout,
+    };
+    let local = listener.local_addr().ok();
+    info!(addr = ?local, "remoting server listening");
+    let mut live: Vec<Channel> = Vec::new();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => {
+                    let handler: Arc<dyn RequestHandler> = dispatcher.clone();
+                    match connection::spawn(stream, handler, options, Some(stop_rx.clone())) {
+                        Ok(channel) => {
+                            debug!(peer = %channel.peer_addr(), id = channel.id(), "accepted");
+                            for l in &dispatcher.listeners {
+                                l.on_connect(&channel);
+                            }
+                            live.retain(|c| !c.is_closed());
+                            live.push(channel);
+                        }
+                        Err(e) => debug!(error = %e, "accepted socket unusable"),
+                    }
+                }
+                Err(e) => {
+                    // EMFILE and friends: back off instead of spinning.
+                    error!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    info!(addr = ?local, connections = live.len(), "remoting server shutting down");
+    drop(listener);
+    stop_tx.send_replace(true);
+    let wait_all = async {
+        for channel in &live {
+            channel.closed().await;
+        }
+    };
+    let _ = tokio::time::timeout(config.shutdown_grace, wait_all).await;
+}

@@ -1,0 +1,501 @@
+//! Configuration loading shared by every sluice binary: `-c FILE` and `-o key=value`.
+//!
+//! A file is TOML (`.toml`) or a RocketMQ `.properties`/`.conf` file as is (any
+//! other name is tried as TOML, then as properties). Either way it becomes one flat
+//! map of RocketMQ key names to text — TOML tables are flattened, so keys may be
+//! grouped in sections — and `-o` overrides replace entries. Config structs are then
+//! deserialised from that map with every value parsed from text into the field's
+//! type, so `listenPort = 10911`, `listenPort = "10911"` and `listenPort=10911` are
+//! the same setting. Keys no struct knows are reported once, so an operator's whole
+//! broker.conf loads with a warning instead of an error.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, DeserializeOwned, IntoDeserializer, Visitor};
+use serde::forward_to_deserialize_any;
+use tracing::warn;
+
+/// Why settings could not be loaded.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum SettingsError {
+    /// The file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: std::io::Error,
+    },
+    /// The file is neither valid TOML nor a properties file.
+    #[error("cannot parse {path}: {reason}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// An `-o` argument without `=`.
+    #[error("override '{0}' is not key=value")]
+    Override(String),
+    /// A value that does not fit its field.
+    #[error("invalid setting: {0}")]
+    Invalid(String),
+}
+
+/// A flat map of settings, and the keys the config structs read from it.
+#[derive(Debug, Default)]
+pub struct Settings {
+    values: BTreeMap<String, String>,
+    known: RefCell<BTreeSet<&'static str>>,
+}
+
+impl Settings {
+    /// Settings from an optional file plus `key=value` overrides (later ones win).
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed, or an override is not `key=value`.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Self, SettingsError> {
+        let mut settings = match file {
+            Some(path) => Settings::from_file(path)?,
+            None => Settings::default(),
+        };
+        for o in overrides {
+            let (k, v) = o
+                .split_once('=')
+                .ok_or_else(|| SettingsError::Override(o.clone()))?;
+            settings.set(k.trim(), v.trim());
+        }
+        Ok(settings)
+    }
+
+    /// Reads a TOML or properties file.
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed.
+    pub fn from_file(path: &Path) -> Result<Self, SettingsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        let is_toml = path.extension().is_some_and(|e| e == "toml");
+        let values = if is_toml {
+            parse_toml(&text).map_err(|reason| SettingsError::Parse {
+                path: path.to_owned(),
+                reason,
+            })?
+        } else {
+            let is_props = path
+                .extension()
+                .is_some_and(|e| e == "properties" || e == "conf" || e == "cfg");
+            match (is_props, parse_toml(&text)) {
+                (false, Ok(values)) => values,
+                _ => parse_properties(&text),
+            }
+        };
+        Ok(Settings {
+            values,
+            known: RefCell::default(),
+        })
+    }
+
+    /// Settings from `key=value` pairs (tests).
+    #[must_use]
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+        Settings {
+            values: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            known: RefCell::default(),
+        }
+    }
+
+    /// Sets one key.
+    pub fn set(&mut self, key: &str, value: &str) {
+        self.values.insert(key.to_owned(), value.to_owned());
+    }
+
+    /// The raw text of one key.
+    #[must_use]
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.values.get(key).map(String::as_str)
+    }
+
+    /// Deserialises a config struct (`#[serde(default, rename_all = "camelCase")]`)
+    /// from the keys it knows, recording them as known.
+    ///
+    /// # Errors
+    /// A value does not parse as its field's type.
+    pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, SettingsError> {
+        T::deserialize(SettingsDeserializer { settings: self }).map_err(|e| SettingsError::Invalid(e.0))
+    }
+
+    /// Keys that no struct deserialised so far reads.
+    #[must_use]
+    pub fn unknown_keys(&self) -> Vec<&str> {
+        let known = self.known.borrow();
+        self.values
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !known.contains(k))
+            .collect()
+    }
+
+    /// Logs one warning per unknown key.
+    pub fn warn_unknown(&self) {
+        for key in self.unknown_keys() {
+            warn!(key, "ignoring unknown setting");
+        }
+    }
+}
+
+fn parse_toml(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let mut out = BTreeMap::new();
+    flatten_toml(&table, &mut out);
+    Ok(out)
+}
+
+fn flatten_toml(table: &toml::Table, out: &mut BTreeMap<String, String>) {
+    for (key, value) in table {
+        match value {
+            toml::Value::Table(inner) => flatten_toml(inner, out),
+            other => {
+                out.insert(key.clone(), toml_text(other));
+            }
+        }
+    }
+}
+
+fn toml_text(value: &toml::Value) -> String {
+    match value {
+        toml::Value::String(s) => s.clone(),
+        toml::Value::Array(items) => items.iter().map(toml_text).collect::<Vec<_>>().join(" "),
+        other => other.to_string(),
+    }
+}
+
+/// Java `Properties.load` text: `#`/`!` comments, `=`, `:` or blank separators,
+/// backslash line continuations and escapes.
+fn parse_properties(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut logical = String::new();
+    for raw in text.lines() {
+        let line = if logical.is_empty() { raw.trim_start() } else { raw.trim_start() };
+        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+            continue;
+        }
+        let trailing = line.len() - line.trim_end_matches('\\').len();
+        if trailing % 2 == 1 {
+            logical.push_str(&line[..line.len() - 1]);
+            continue;
+        }
+        logical.push_str(line);
+        let (k, v) = split_property(&logical);
+        out.insert(k, v);
+        logical.clear();
+    }
+    if !logical.is_empty() {
+        let (k, v) = split_property(&logical);
+        out.insert(k, v);
+    }
+    out
+}
+
+fn split_property(line: &str) -> (String, String) {
+    let mut key = String::new();
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(n) = chars.next() {
+                    key.push(unescape(n, &mut chars));
+                }
+            }
+            '=' | ':' => break,
+            c if c.is_whitespace() => {
+                // Blank separator, possibly followed by '=' or ':'.
+                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                    chars.next();
+                }
+                if matches!(chars.peek(), Some('=' | ':')) {
+                    chars.next();
+                }
+                break;
+            }
+            c => key.push(c),
+        }
+    }
+    while chars.peek().is_some_and(|c| c.is_whitespace()) {
+        chars.next();
+    }
+    let mut value = String::new();
+    while let Some(c) = chars.next() {
+        if c == '\\' {
+            if let Some(n) = chars.next() {
+                value.push(unescape(n, &mut chars));
+            }
+        } else {
+            value.push(c);
+        }
+    }
+    (key, value.trim_end().to_owned())
+}
+
+fn unescape(c: char, rest: &mut std::iter::Peekable<std::str::Chars<'_>>) -> char {
+    match c {
+        't' => '\t',
+        'n' => '\n',
+        'r' => '\r',
+        'f' => '\u{c}',
+        'u' => {
+            let hex: String = (0..4).filter_map(|_| rest.next()).collect();
+            u32::from_str_radix(&hex, 16)
+                .ok()
+                .and_then(char::from_u32)
+                .unwrap_or('\u{fffd}')
+        }
+        other => other,
+    }
+}
+
+// ---------------------------------------------------------------- lenient deserializer
+
+#[derive(Debug)]
+struct DeError(String);
+
+impl fmt::Display for DeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for DeError {}
+
+impl de::Error for DeError {
+    fn custom<T: fmt::Display>(msg: T) -> Self {
+        DeError(msg.to_string())
+    }
+}
+
+struct SettingsDeserializer<'a> {
+    settings: &'a Settings,
+}
+
+impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_map(de::value::MapDeserializer::new(self.settings.values.iter().map(|(k, v)| {
+            (k.as_str(), TextValue { key: k, text: v })
+        })))
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        self.settings.known.borrow_mut().extend(fields.iter().copied());
+        // Only the struct's own keys, so unknown ones never reach its visitor.
+        visitor.visit_map(de::value::MapDeserializer::new(
+            self.settings
+                .values
+                .iter()
+                .filter(|(k, _)| fields.contains(&k.as_str()))
+                .map(|(k, v)| (k.as_str(), TextValue { key: k, text: v })),
+        ))
+    }
+
+    forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map enum identifier ignored_any
+    }
+}
+
+/// One setting's text, parsed into whatever type its field asks for.
+struct TextValue<'a> {
+    key: &'a str,
+    text: &'a str,
+}
+
+impl<'de> IntoDeserializer<'de, DeError> for TextValue<'de> {
+    type Deserializer = Self;
+    fn into_deserializer(self) -> Self {
+        self
+    }
+}
+
+impl TextValue<'_> {
+    fn parse<T: std::str::FromStr>(&self, what: &str) -> Result<T, DeError> {
+        self.text.trim().parse().map_err(|_| {
+            DeError(format!("{} = '{}' is not a valid {what}", self.key, self.text))
+        })
+    }
+}
+
+macro_rules! parse_number {
+    ($($method:ident => $visit:ident: $t:ty),*) => {$(
+        fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+            visitor.$visit(self.parse::<$t>(stringify!($t))?)
+        }
+    )*};
+}
+
+impl<'de> de::Deserializer<'de> for TextValue<'de> {
+    type Error = DeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_borrowed_str(self.text)
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        match self.text.trim().to_ascii_lowercase().as_str() {
+            "true" => visitor.visit_bool(true),
+            "false" => visitor.visit_bool(false),
+            _ => Err(DeError(format!("{} = '{}' is not true or false", self.key, self.text))),
+        }
+    }
+
+    parse_number! {
+        deserialize_i8 => visit_i8: i8, deserialize_i16 => visit_i16: i16,
+        deserialize_i32 => visit_i32: i32, deserialize_i64 => visit_i64: i64,
+        deserialize_u8 => visit_u8: u8, deserialize_u16 => visit_u16: u16,
+        deserialize_u32 => visit_u32: u32, deserialize_u64 => visit_u64: u64,
+        deserialize_f32 => visit_f32: f32, deserialize_f64 => visit_f64: f64
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        if self.text.trim().is_empty() {
+            visitor.visit_none()
+        } else {
+            visitor.visit_some(self)
+        }
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, DeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        _variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
+        visitor.visit_enum(self.text.trim().into_deserializer())
+    }
+
+    fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
+        let key = self.key;
+        visitor.visit_seq(de::value::SeqDeserializer::new(
+            self.text
+                .split([',', ';'])
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(move |text| TextValue { key, text }),
+        ))
+    }
+
+    forward_to_deserialize_any! {
+        i128 u128 char str string bytes byte_buf unit unit_struct tuple
+        tuple_struct map struct identifier ignored_any
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    #[serde(default, rename_all = "camelCase")]
+    struct Sample {
+        listen_port: u16,
+        broker_name: String,
+        auto_create_topic_enable: bool,
+        disk_max_used_space_ratio: i32,
+        ha_master_address: Option<String>,
+        flush_disk_type: Flush,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq, Default)]
+    #[allow(non_camel_case_types)]
+    enum Flush {
+        #[default]
+        ASYNC_FLUSH,
+        SYNC_FLUSH,
+    }
+
+    impl Default for Sample {
+        fn default() -> Self {
+            Sample {
+                listen_port: 10911,
+                broker_name: "broker-a".into(),
+                auto_create_topic_enable: true,
+                disk_max_used_space_ratio: 75,
+                ha_master_address: None,
+                flush_disk_type: Flush::ASYNC_FLUSH,
+            }
+        }
+    }
+
+    fn write(dir: &tempfile::TempDir, name: &str, text: &str) -> PathBuf {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    #[test]
+    fn properties_toml_and_overrides_agree() {
+        let dir = tempfile::tempdir().unwrap();
+        let props = write(
+            &dir,
+            "broker.conf",
+            "# comment\nbrokerName = broker-b\nlistenPort=20911\n! other\nflushDiskType : SYNC_FLUSH\nbrokerIP1 10.0.0.1\nautoCreateTopicEnable=false\n",
+        );
+        let toml = write(
+            &dir,
+            "broker.toml",
+            "brokerName = \"broker-b\"\nlistenPort = 20911\n[store]\nflushDiskType = \"SYNC_FLUSH\"\nbrokerIP1 = \"10.0.0.1\"\nautoCreateTopicEnable = false\n",
+        );
+        for path in [props, toml] {
+            let s = Settings::load(Some(&path), &["diskMaxUsedSpaceRatio=90".into()]).unwrap();
+            let cfg: Sample = s.deserialize().unwrap();
+            assert_eq!(
+                cfg,
+                Sample {
+                    listen_port: 20911,
+                    broker_name: "broker-b".into(),
+                    auto_create_topic_enable: false,
+                    disk_max_used_space_ratio: 90,
+                    ha_master_address: None,
+                    flush_disk_type: Flush::SYNC_FLUSH,
+                }
+            );
+            assert_eq!(s.unknown_keys(), vec!["brokerIP1"]);
+        }
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let s = Settings::from_pairs([("listenPort", "abc")]);
+        let e = s.deserialize::<Sample>().unwrap_err().to_string();
+        assert!(e.contains("listenPort = 'abc'"), "{e}");
+        assert!(Settings::load(None, &["novalue".into()]).is_err());
+        let s = Settings::from_pairs([("haMasterAddress", "1.2.3.4:10912")]);
+        assert_eq!(s.deserialize::<Sample>().unwrap().ha_master_address.as_deref(), Some("1.2.3.4:10912"));
+    }
+
+    #[test]
+    fn properties_escapes_and_continuations() {
+        let p = parse_properties("a=1\\\n   2\nb\\=c = d\\u0041\nempty=\n  # indented comment\n");
+        assert_eq!(p["a"], "12");
+        assert_eq!(p["b=c"], "dA");
+        assert_eq!(p["empty"], "");
+        assert_eq!(p.len(), 3);
+    }
+}

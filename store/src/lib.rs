@@ -1,0 +1,1 @@
+//! store (not yet built)
