@@ -121,7 +121,12 @@ impl RemotingClient {
                 addr: addr.to_owned(),
                 source,
             })?;
-        let channel = connection::spawn(stream, Arc::clone(&self.handler), self.config.connection, None)?;
+        let channel = connection::spawn(
+            stream,
+            Arc::clone(&self.handler),
+            self.config.connection,
+            None,
+        )?;
         debug!(addr, id = channel.id(), "connected");
         *guard = Some(channel.clone());
         Ok(channel)
@@ -131,7 +136,12 @@ impl RemotingClient {
     ///
     /// # Errors
     /// Connecting failed, the connection closed, or no response within `timeout`.
-    pub async fn invoke(&self, addr: &str, request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+    pub async fn invoke(
+        &self,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
         let channel = self.channel(addr).await?;
         let result = channel.invoke(request, timeout).await;
         if matches!(result, Err(RemotingError::ConnectionClosed(_))) {

@@ -268,21 +268,21 @@ codes! {
         /// 5.x only.
         AuthListAcl = 3010 => "AUTH_LIST_ACL",
         /// 5.x only.
-        PopMessage = 200050 => "POP_MESSAGE",
+        PopMessage = 200_050 => "POP_MESSAGE",
         /// 5.x only.
-        AckMessage = 200051 => "ACK_MESSAGE",
+        AckMessage = 200_051 => "ACK_MESSAGE",
         /// 5.x only.
-        PeekMessage = 200052 => "PEEK_MESSAGE",
+        PeekMessage = 200_052 => "PEEK_MESSAGE",
         /// 5.x only.
-        ChangeMessageInvisibletime = 200053 => "CHANGE_MESSAGE_INVISIBLETIME",
+        ChangeMessageInvisibletime = 200_053 => "CHANGE_MESSAGE_INVISIBLETIME",
         /// 5.x only.
-        Notification = 200054 => "NOTIFICATION",
+        Notification = 200_054 => "NOTIFICATION",
         /// 5.x only.
-        PollingInfo = 200055 => "POLLING_INFO",
+        PollingInfo = 200_055 => "POLLING_INFO",
         /// 5.x only.
-        PopRollback = 200056 => "POP_ROLLBACK",
+        PopRollback = 200_056 => "POP_ROLLBACK",
         /// 5.x only.
-        BatchAckMessage = 200151 => "BATCH_ACK_MESSAGE",
+        BatchAckMessage = 200_151 => "BATCH_ACK_MESSAGE",
         /// sluice private range (40000..40100): switch a broker between master and slave
         /// for failover drills (`mqadmin switchRole`).
         SluiceSwitchRole = 40001 => "SLUICE_SWITCH_ROLE",
@@ -379,7 +379,10 @@ mod tests {
     fn known_values() {
         assert_eq!(RequestCode::SendMessageV2.code(), 310);
         assert_eq!(RequestCode::PopMessage.code(), 200_050);
-        assert_eq!(RequestCode::GetRouteinfoByTopic.name(), "GET_ROUTEINFO_BY_TOPIC");
+        assert_eq!(
+            RequestCode::GetRouteinfoByTopic.name(),
+            "GET_ROUTEINFO_BY_TOPIC"
+        );
         assert_eq!(ResponseCode::PullNotFound.code(), 19);
         assert_eq!(RequestCode::try_from(99_999), Err(99_999));
         assert_eq!(RequestCode::ALL.len(), 159);

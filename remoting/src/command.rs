@@ -77,7 +77,11 @@ impl Body {
 
 impl From<Bytes> for Body {
     fn from(b: Bytes) -> Self {
-        if b.is_empty() { Body::Empty } else { Body::One(b) }
+        if b.is_empty() {
+            Body::Empty
+        } else {
+            Body::One(b)
+        }
     }
 }
 
@@ -266,10 +270,18 @@ impl RemotingCommand {
         let start = buf.len();
         // Reserve the prefix, write the header after it, then fill the prefix in.
         buf.put_bytes(0, frame::LENGTH_PREFIX_LEN + frame::HEADER_WORD_LEN);
-        header::encode(self.serialize_type, &self.header, buf);
+        if let Err(e) = header::encode(self.serialize_type, &self.header, buf) {
+            buf.truncate(start);
+            return Err(e.into());
+        }
         let header_len = buf.len() - start - frame::LENGTH_PREFIX_LEN - frame::HEADER_WORD_LEN;
         let mut prefix = BytesMut::with_capacity(8);
-        if let Err(e) = frame::encode_prefix(&mut prefix, self.serialize_type, header_len, self.body.len()) {
+        if let Err(e) = frame::encode_prefix(
+            &mut prefix,
+            self.serialize_type,
+            header_len,
+            self.body.len(),
+        ) {
             buf.truncate(start);
             return Err(e);
         }
@@ -305,7 +317,8 @@ mod tests {
     #[test]
     fn encode_decode_both_types() {
         for ser in [SerializeType::Json, SerializeType::RocketMq] {
-            let mut cmd = RemotingCommand::request(RequestCode::SendMessageV2).with_body(b"hello".to_vec());
+            let mut cmd =
+                RemotingCommand::request(RequestCode::SendMessageV2).with_body(b"hello".to_vec());
             cmd.serialize_type = ser;
             cmd.header.opaque = 99;
             cmd.header.ext_fields.insert("b", "TopicA");
@@ -325,15 +338,20 @@ mod tests {
         req.serialize_type = SerializeType::RocketMq;
         let resp = req.reply(ResponseCode::SystemError, Some("x".to_owned()));
         assert!(resp.is_response());
-        assert_eq!((resp.opaque(), resp.serialize_type), (5, SerializeType::RocketMq));
+        assert_eq!(
+            (resp.opaque(), resp.serialize_type),
+            (5, SerializeType::RocketMq)
+        );
         assert!(!req.clone().oneway().is_response());
         assert!(req.oneway().is_oneway());
     }
 
     #[test]
     fn parts_body_equals_one_body() {
-        let cmd = RemotingCommand::response(0, None)
-            .with_body(Body::Parts(vec![Bytes::from_static(b"ab"), Bytes::from_static(b"cd")]));
+        let cmd = RemotingCommand::response(0, None).with_body(Body::Parts(vec![
+            Bytes::from_static(b"ab"),
+            Bytes::from_static(b"cd"),
+        ]));
         let mut a = BytesMut::new();
         cmd.encode(&mut a).unwrap();
         let one = RemotingCommand::response(0, None).with_body(b"abcd".to_vec());

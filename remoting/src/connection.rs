@@ -168,7 +168,11 @@ impl Channel {
     /// # Errors
     /// `Timeout` when no response arrives within `timeout`, `ConnectionClosed` when the
     /// connection closes first.
-    pub async fn invoke(&self, mut request: RemotingCommand, timeout: Duration) -> Result<RemotingCommand> {
+    pub async fn invoke(
+        &self,
+        mut request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand> {
         let opaque = self.inner.next_opaque.fetch_add(1, Ordering::Relaxed);
         request.header.opaque = opaque;
         request.header.flag &= !(FLAG_RESPONSE | FLAG_ONEWAY);
@@ -221,21 +225,22 @@ impl Channel {
     }
 
     fn touch(&self) {
-        self.inner.last_activity.store(now_millis(), Ordering::Relaxed);
+        self.inner
+            .last_activity
+            .store(now_millis(), Ordering::Relaxed);
     }
 
     fn complete(&self, response: RemotingCommand) {
         let waiter = self.inner.pending.lock().remove(&response.opaque());
-        match waiter {
-            Some(tx) => {
-                let _ = tx.send(response);
-            }
-            None => debug!(
+        if let Some(tx) = waiter {
+            let _ = tx.send(response);
+        } else {
+            debug!(
                 peer = %self.inner.peer,
                 opaque = response.opaque(),
                 code = response.code(),
                 "response for no pending request (timed out?)"
-            ),
+            );
         }
     }
 }

@@ -170,10 +170,19 @@ mod tests {
         ext.insert("queueId", "x");
         assert_eq!(
             Sample::read_from(&ext),
-            Err(ExtFieldError::Invalid { field: "queueId", value: "x".into() })
+            Err(ExtFieldError::Invalid {
+                field: "queueId",
+                value: "x".into()
+            })
         );
         ext.remove("topic");
-        assert_eq!(Sample::read_from(&ext), Err(ExtFieldError::Missing("topic")));
-        assert_eq!(ExtFieldError::Missing("topic").to_string(), "the custom field <topic> is null");
+        assert_eq!(
+            Sample::read_from(&ext),
+            Err(ExtFieldError::Missing("topic"))
+        );
+        assert_eq!(
+            ExtFieldError::Missing("topic").to_string(),
+            "the custom field <topic> is null"
+        );
     }
 }

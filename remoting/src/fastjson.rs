@@ -251,9 +251,12 @@ fn balanced_end(bytes: &[u8], start: usize) -> Result<usize, &'static str> {
 /// `#[serde(with = "fastjson::bare_keys")]` for maps whose keys fastjson writes bare
 /// (`Map<Long, String>`, `Map<Integer, Long>`).
 pub mod bare_keys {
-    use super::{BTreeMap, Deserialize, Deserializer, Display, FromStr, SerializeMap, Serializer, BARE_KEY_TAG};
-    use serde::de::Error as _;
+    use super::{
+        BARE_KEY_TAG, BTreeMap, Deserialize, Deserializer, Display, FromStr, SerializeMap,
+        Serializer,
+    };
     use serde::Serialize;
+    use serde::de::Error as _;
 
     /// Serialises with tagged keys.
     ///
@@ -295,7 +298,7 @@ pub mod bare_keys {
 /// `#[serde(with = "fastjson::object_keys")]` for maps keyed by an object
 /// (`Map<MessageQueue, _>`), written as `{{"brokerName":..}:value}`.
 pub mod object_keys {
-    use super::{BTreeMap, DeserializeOwned, Deserializer, SerializeMap, Serializer, BARE_KEY_TAG};
+    use super::{BARE_KEY_TAG, BTreeMap, DeserializeOwned, Deserializer, SerializeMap, Serializer};
     use serde::de::Error as _;
     use serde::ser::Error as _;
     use serde::{Deserialize, Serialize};
@@ -371,7 +374,11 @@ mod tests {
 
     fn sample() -> Both {
         Both {
-            broker_addrs: [(0, "10.0.0.1:10911".to_owned()), (1, "10.0.0.2:10911".to_owned())].into(),
+            broker_addrs: [
+                (0, "10.0.0.1:10911".to_owned()),
+                (1, "10.0.0.2:10911".to_owned()),
+            ]
+            .into(),
             offset_table: [(
                 Mq {
                     broker_name: "b".into(),
@@ -411,7 +418,16 @@ mod tests {
 
     #[test]
     fn refuses_garbage_without_panicking() {
-        for bad in [&b"{"[..], b"{0", b"{{", b"}", b"{\"a", b"\xff", b"{{\"a\":1}", b"[1,2"] {
+        for bad in [
+            &b"{"[..],
+            b"{0",
+            b"{{",
+            b"}",
+            b"{\"a",
+            b"\xff",
+            b"{{\"a\":1}",
+            b"[1,2",
+        ] {
             assert!(from_slice::<Both>(bad).is_err());
         }
     }

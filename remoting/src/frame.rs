@@ -130,7 +130,9 @@ impl FrameDecoder {
             }
             buf.advance(LENGTH_PREFIX_LEN + HEADER_WORD_LEN);
             let header = buf.split_to(header_len).freeze();
-            let body = buf.split_to(frame_len - HEADER_WORD_LEN - header_len).freeze();
+            let body = buf
+                .split_to(frame_len - HEADER_WORD_LEN - header_len)
+                .freeze();
             return Ok(Some(RawFrame {
                 serialize_type,
                 header,
@@ -144,7 +146,8 @@ impl FrameDecoder {
 fn parse_header_word(word: [u8; 4]) -> Result<(SerializeType, usize), FrameError> {
     let serialize_type =
         SerializeType::from_byte(word[0]).ok_or(FrameError::UnknownSerializeType(word[0]))?;
-    let header_len = (usize::from(word[1]) << 16) | (usize::from(word[2]) << 8) | usize::from(word[3]);
+    let header_len =
+        (usize::from(word[1]) << 16) | (usize::from(word[2]) << 8) | usize::from(word[3]);
     Ok((serialize_type, header_len))
 }
 
@@ -181,8 +184,8 @@ mod tests {
 
     fn frame(ser: u8, header: &[u8], body: &[u8]) -> BytesMut {
         let mut b = BytesMut::new();
-        b.put_i32((4 + header.len() + body.len()) as i32);
-        b.put_u32((u32::from(ser) << 24) | header.len() as u32);
+        b.put_i32(i32::try_from(4 + header.len() + body.len()).unwrap());
+        b.put_u32((u32::from(ser) << 24) | u32::try_from(header.len()).unwrap());
         b.put_slice(header);
         b.put_slice(body);
         b
@@ -213,19 +216,34 @@ mod tests {
     fn refuses_bad_prefixes() {
         let d = FrameDecoder::new(1024);
         let mut neg = BytesMut::from(&(-1i32).to_be_bytes()[..]);
-        assert!(matches!(d.decode(&mut neg), Err(FrameError::NegativeLength(-1))));
+        assert!(matches!(
+            d.decode(&mut neg),
+            Err(FrameError::NegativeLength(-1))
+        ));
         let mut big = BytesMut::from(&2000i32.to_be_bytes()[..]);
-        assert!(matches!(d.decode(&mut big), Err(FrameError::TooLarge { len: 2000, max: 1024 })));
+        assert!(matches!(
+            d.decode(&mut big),
+            Err(FrameError::TooLarge {
+                len: 2000,
+                max: 1024
+            })
+        ));
         let mut short = BytesMut::from(&3i32.to_be_bytes()[..]);
         assert!(matches!(d.decode(&mut short), Err(FrameError::TooShort(3))));
         let mut bad_type = frame(7, b"{}", b"");
-        assert!(matches!(d.decode(&mut bad_type), Err(FrameError::UnknownSerializeType(7))));
+        assert!(matches!(
+            d.decode(&mut bad_type),
+            Err(FrameError::UnknownSerializeType(7))
+        ));
         let mut bad_hlen = BytesMut::new();
         bad_hlen.put_i32(10);
         bad_hlen.put_u32(100);
         assert!(matches!(
             d.decode(&mut bad_hlen),
-            Err(FrameError::HeaderLengthInvalid { header_len: 100, frame_len: 10 })
+            Err(FrameError::HeaderLengthInvalid {
+                header_len: 100,
+                frame_len: 10
+            })
         ));
     }
 

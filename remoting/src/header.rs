@@ -21,8 +21,8 @@ use std::borrow::Cow;
 use std::fmt;
 
 use bytes::{Buf, BufMut, BytesMut};
-use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::error::HeaderError;
 use crate::frame::SerializeType;
@@ -100,7 +100,9 @@ impl LanguageCode {
     /// From the binary code; unknown codes become `Other`.
     #[must_use]
     pub fn from_code(code: u8) -> Self {
-        LANGUAGES.get(usize::from(code)).map_or(LanguageCode::Other, |(l, _)| *l)
+        LANGUAGES
+            .get(usize::from(code))
+            .map_or(LanguageCode::Other, |(l, _)| *l)
     }
 
     /// From the JSON name; unknown names become `Other`.
@@ -142,7 +144,10 @@ impl ExtFields {
     /// The value of `key`.
     #[must_use]
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Sets `key` to `value`, replacing an earlier value (last wins, as in Java).
@@ -220,10 +225,24 @@ pub fn decode(serialize_type: SerializeType, bytes: &[u8]) -> Result<Header, Hea
 }
 
 /// Appends the encoded header to `buf`.
-pub fn encode(serialize_type: SerializeType, header: &Header, buf: &mut BytesMut) {
+///
+/// # Errors
+/// `HeaderError::Binary` when a string is too long for its binary length field
+/// (keys over 32767 bytes); `buf` is then left as it was.
+pub fn encode(
+    serialize_type: SerializeType,
+    header: &Header,
+    buf: &mut BytesMut,
+) -> Result<(), HeaderError> {
     match serialize_type {
-        SerializeType::Json => encode_json(header, buf),
-        SerializeType::RocketMq => encode_binary(header, buf),
+        SerializeType::Json => {
+            encode_json(header, buf);
+            Ok(())
+        }
+        SerializeType::RocketMq => {
+            let start = buf.len();
+            encode_binary(header, buf).inspect_err(|_| buf.truncate(start))
+        }
     }
 }
 
@@ -279,8 +298,13 @@ impl LenientInt<'_> {
     fn to_i32(&self) -> Option<i32> {
         match self {
             LenientInt::Int(v) => i32::try_from(*v).ok(),
-            #[allow(clippy::cast_possible_truncation, reason = "only integral values in range pass the check")]
-            LenientInt::Float(f) if f.fract() == 0.0 && f.abs() <= f64::from(i32::MAX) => Some(*f as i32),
+            #[allow(
+                clippy::cast_possible_truncation,
+                reason = "only integral values in range pass the check"
+            )]
+            LenientInt::Float(f) if f.fract() == 0.0 && f.abs() <= f64::from(i32::MAX) => {
+                Some(*f as i32)
+            }
             LenientInt::Float(_) => None,
             LenientInt::Str(s) => s.trim().parse().ok(),
         }
@@ -430,14 +454,13 @@ pub(crate) fn put_json_str(buf: &mut BytesMut, s: &str) {
             _ => continue,
         };
         buf.put_slice(&bytes[start..i]);
-        match escape {
-            Some(e) => buf.put_slice(e),
-            None => {
-                const HEX: &[u8; 16] = b"0123456789abcdef";
-                buf.put_slice(b"\\u00");
-                buf.put_u8(HEX[usize::from(b >> 4)]);
-                buf.put_u8(HEX[usize::from(b & 0xF)]);
-            }
+        if let Some(e) = escape {
+            buf.put_slice(e);
+        } else {
+            const HEX: &[u8; 16] = b"0123456789abcdef";
+            buf.put_slice(b"\\u00");
+            buf.put_u8(HEX[usize::from(b >> 4)]);
+            buf.put_u8(HEX[usize::from(b & 0xF)]);
         }
         start = i + 1;
     }
@@ -511,31 +534,38 @@ fn utf8(b: &[u8]) -> Result<&str, HeaderError> {
     std::str::from_utf8(b).map_err(|_| HeaderError::Utf8)
 }
 
-#[allow(
-    clippy::cast_possible_truncation,
-    reason = "the binary header has 16-bit code/version/key-length fields; Java truncates the same way"
-)]
-fn encode_binary(h: &Header, buf: &mut BytesMut) {
-    buf.put_i16(h.code as i16);
-    buf.put_u8(h.language.code());
-    buf.put_i16(h.version as i16);
+fn encode_binary(h: &Header, buf: &mut BytesMut) -> Result<(), HeaderError> {
+    const TOO_LONG: HeaderError = HeaderError::Binary("string too long for its length field");
+    let len32 = |n: usize| i32::try_from(n).map_err(|_| TOO_LONG);
+    // Code and version are 16-bit here; Java truncates larger values the same way.
+    #[allow(clippy::cast_possible_truncation)]
+    {
+        buf.put_i16(h.code as i16);
+        buf.put_u8(h.language.code());
+        buf.put_i16(h.version as i16);
+    }
     buf.put_i32(h.opaque);
     buf.put_i32(h.flag);
     match &h.remark {
         Some(r) if !r.is_empty() => {
-            buf.put_i32(r.len() as i32);
+            buf.put_i32(len32(r.len())?);
             buf.put_slice(r.as_bytes());
         }
         _ => buf.put_i32(0),
     }
-    let ext_len: usize = h.ext_fields.iter().map(|(k, v)| 2 + k.len() + 4 + v.len()).sum();
-    buf.put_i32(ext_len as i32);
+    let ext_len: usize = h
+        .ext_fields
+        .iter()
+        .map(|(k, v)| 2 + k.len() + 4 + v.len())
+        .sum();
+    buf.put_i32(len32(ext_len)?);
     for (k, v) in h.ext_fields.iter() {
-        buf.put_i16(k.len() as i16);
+        buf.put_i16(i16::try_from(k.len()).map_err(|_| TOO_LONG)?);
         buf.put_slice(k.as_bytes());
-        buf.put_i32(v.len() as i32);
+        buf.put_i32(len32(v.len())?);
         buf.put_slice(v.as_bytes());
     }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -550,25 +580,32 @@ mod tests {
             opaque: 17,
             flag: 0,
             remark: Some("a \"quoted\"\n\u{1}remark".into()),
-            ext_fields: [("a", "pg"), ("b", "Topic"), ("i", "TAGS\u{1}A\u{2}KEYS\u{1}k")]
-                .into_iter()
-                .collect(),
+            ext_fields: [
+                ("a", "pg"),
+                ("b", "Topic"),
+                ("i", "TAGS\u{1}A\u{2}KEYS\u{1}k"),
+            ]
+            .into_iter()
+            .collect(),
         }
     }
 
     #[test]
     fn json_round_trip() {
         let mut buf = BytesMut::new();
-        encode(SerializeType::Json, &sample(), &mut buf);
+        encode(SerializeType::Json, &sample(), &mut buf).unwrap();
         let text = std::str::from_utf8(&buf).unwrap();
-        assert!(text.starts_with("{\"code\":310,\"extFields\":{\"a\":\"pg\""), "{text}");
+        assert!(
+            text.starts_with("{\"code\":310,\"extFields\":{\"a\":\"pg\""),
+            "{text}"
+        );
         assert_eq!(decode(SerializeType::Json, &buf).unwrap(), sample());
     }
 
     #[test]
     fn binary_round_trip() {
         let mut buf = BytesMut::new();
-        encode(SerializeType::RocketMq, &sample(), &mut buf);
+        encode(SerializeType::RocketMq, &sample(), &mut buf).unwrap();
         assert_eq!(decode(SerializeType::RocketMq, &buf).unwrap(), sample());
     }
 
@@ -586,18 +623,33 @@ mod tests {
         assert_eq!(h.remark.as_deref(), Some(""));
         let rust = br#"{"code":105,"language":"RUST","version":474,"opaque":0,"flag":0,"remark":null,"extFields":{"topic":"PeerTopic"},"serializeTypeCurrentRPC":"JSON"}"#;
         let h = decode(SerializeType::Json, rust).unwrap();
-        assert_eq!((h.code, h.language, h.remark), (105, LanguageCode::Rust, None));
+        assert_eq!(
+            (h.code, h.language, h.remark),
+            (105, LanguageCode::Rust, None)
+        );
         let go_ish = br#"{"code":"34","language":"GO","flag":0}"#;
         assert_eq!(decode(SerializeType::Json, go_ish).unwrap().code, 34);
         let unknown = br#"{"code":1,"language":"COBOL"}"#;
-        assert_eq!(decode(SerializeType::Json, unknown).unwrap().language, LanguageCode::Other);
+        assert_eq!(
+            decode(SerializeType::Json, unknown).unwrap().language,
+            LanguageCode::Other
+        );
     }
 
     #[test]
     fn json_refuses_bad_headers() {
-        assert_eq!(decode(SerializeType::Json, b"{\"flag\":0}"), Err(HeaderError::MissingCode));
-        assert!(matches!(decode(SerializeType::Json, b"{\"code\":"), Err(HeaderError::Json(_))));
-        assert!(matches!(decode(SerializeType::Json, b"[1,2]"), Err(HeaderError::Json(_))));
+        assert_eq!(
+            decode(SerializeType::Json, b"{\"flag\":0}"),
+            Err(HeaderError::MissingCode)
+        );
+        assert!(matches!(
+            decode(SerializeType::Json, b"{\"code\":"),
+            Err(HeaderError::Json(_))
+        ));
+        assert!(matches!(
+            decode(SerializeType::Json, b"[1,2]"),
+            Err(HeaderError::Json(_))
+        ));
         assert!(matches!(
             decode(SerializeType::Json, b"{\"code\":99999999999}"),
             Err(HeaderError::Json(_))
@@ -607,7 +659,7 @@ mod tests {
     #[test]
     fn binary_refuses_truncation() {
         let mut buf = BytesMut::new();
-        encode(SerializeType::RocketMq, &sample(), &mut buf);
+        encode(SerializeType::RocketMq, &sample(), &mut buf).unwrap();
         for cut in 0..buf.len() {
             // Any strict prefix is either an error or (only at the ext boundary) a header without ext fields.
             if let Ok(h) = decode(SerializeType::RocketMq, &buf[..cut]) {

@@ -15,6 +15,15 @@
 //! - [`client`]: connection cache, sync/async/oneway invocation with timeouts.
 //! - [`settings`]: `-c FILE -o key=value` configuration loading shared by every binary.
 //! - [`net`]: socket options and address parsing.
+#![warn(clippy::pedantic)]
+#![allow(
+    clippy::module_name_repetitions,
+    reason = "RocketMQ names (RemotingCommand in remoting) are kept on purpose"
+)]
+#![allow(
+    clippy::doc_markdown,
+    reason = "docs quote RocketMQ constant names (SEND_MESSAGE_V2, extFields) as prose"
+)]
 
 pub mod client;
 pub mod code;

@@ -121,10 +121,10 @@ impl Dispatcher {
     pub fn register<C: Into<i32>>(
         &mut self,
         codes: impl IntoIterator<Item = C>,
-        processor: Arc<dyn Processor>,
+        processor: &Arc<dyn Processor>,
     ) -> &mut Self {
         for code in codes {
-            self.processors.insert(code.into(), Arc::clone(&processor));
+            self.processors.insert(code.into(), Arc::clone(processor));
         }
         self
     }
@@ -151,15 +151,14 @@ impl Dispatcher {
             .processors
             .get(&code)
             .or(self.default_processor.as_ref());
-        let reply = match processor {
-            Some(p) => p.process(channel, request),
-            None => {
-                warn!(code, peer = %channel.peer_addr(), "request code not supported");
-                Reply::Now(RemotingCommand::response(
-                    ResponseCode::RequestCodeNotSupported,
-                    Some(format!(" request type {code} not supported")),
-                ))
-            }
+        let reply = if let Some(p) = processor {
+            p.process(channel, request)
+        } else {
+            warn!(code, peer = %channel.peer_addr(), "request code not supported");
+            Reply::Now(RemotingCommand::response(
+                ResponseCode::RequestCodeNotSupported,
+                Some(format!(" request type {code} not supported")),
+            ))
         };
         let finish = move |channel: &Channel, mut response: RemotingCommand| {
             if oneway {

@@ -104,9 +104,14 @@ impl Settings {
 
     /// Settings from `key=value` pairs (tests).
     #[must_use]
-    pub fn from_pairs<K: Into<String>, V: Into<String>>(pairs: impl IntoIterator<Item = (K, V)>) -> Self {
+    pub fn from_pairs<K: Into<String>, V: Into<String>>(
+        pairs: impl IntoIterator<Item = (K, V)>,
+    ) -> Self {
         Settings {
-            values: pairs.into_iter().map(|(k, v)| (k.into(), v.into())).collect(),
+            values: pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
             known: RefCell::default(),
         }
     }
@@ -128,7 +133,8 @@ impl Settings {
     /// # Errors
     /// A value does not parse as its field's type.
     pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, SettingsError> {
-        T::deserialize(SettingsDeserializer { settings: self }).map_err(|e| SettingsError::Invalid(e.0))
+        T::deserialize(SettingsDeserializer { settings: self })
+            .map_err(|e| SettingsError::Invalid(e.0))
     }
 
     /// Keys that no struct deserialised so far reads.
@@ -182,8 +188,9 @@ fn parse_properties(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut logical = String::new();
     for raw in text.lines() {
-        let line = if logical.is_empty() { raw.trim_start() } else { raw.trim_start() };
-        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!')) {
+        let line = raw.trim_start();
+        if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
+        {
             continue;
         }
         let trailing = line.len() - line.trim_end_matches('\\').len();
@@ -287,9 +294,12 @@ impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_map(de::value::MapDeserializer::new(self.settings.values.iter().map(|(k, v)| {
-            (k.as_str(), TextValue { key: k, text: v })
-        })))
+        visitor.visit_map(de::value::MapDeserializer::new(
+            self.settings
+                .values
+                .iter()
+                .map(|(k, v)| (k.as_str(), TextValue { key: k, text: v })),
+        ))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -298,7 +308,10 @@ impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
         fields: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        self.settings.known.borrow_mut().extend(fields.iter().copied());
+        self.settings
+            .known
+            .borrow_mut()
+            .extend(fields.iter().copied());
         // Only the struct's own keys, so unknown ones never reach its visitor.
         visitor.visit_map(de::value::MapDeserializer::new(
             self.settings
@@ -332,7 +345,10 @@ impl<'de> IntoDeserializer<'de, DeError> for TextValue<'de> {
 impl TextValue<'_> {
     fn parse<T: std::str::FromStr>(&self, what: &str) -> Result<T, DeError> {
         self.text.trim().parse().map_err(|_| {
-            DeError(format!("{} = '{}' is not a valid {what}", self.key, self.text))
+            DeError(format!(
+                "{} = '{}' is not a valid {what}",
+                self.key, self.text
+            ))
         })
     }
 }
@@ -356,7 +372,10 @@ impl<'de> de::Deserializer<'de> for TextValue<'de> {
         match self.text.trim().to_ascii_lowercase().as_str() {
             "true" => visitor.visit_bool(true),
             "false" => visitor.visit_bool(false),
-            _ => Err(DeError(format!("{} = '{}' is not true or false", self.key, self.text))),
+            _ => Err(DeError(format!(
+                "{} = '{}' is not true or false",
+                self.key, self.text
+            ))),
         }
     }
 
@@ -376,7 +395,11 @@ impl<'de> de::Deserializer<'de> for TextValue<'de> {
         }
     }
 
-    fn deserialize_newtype_struct<V: Visitor<'de>>(self, _name: &'static str, visitor: V) -> Result<V::Value, DeError> {
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, DeError> {
         visitor.visit_newtype_struct(self)
     }
 
@@ -487,7 +510,13 @@ mod tests {
         assert!(e.contains("listenPort = 'abc'"), "{e}");
         assert!(Settings::load(None, &["novalue".into()]).is_err());
         let s = Settings::from_pairs([("haMasterAddress", "1.2.3.4:10912")]);
-        assert_eq!(s.deserialize::<Sample>().unwrap().ha_master_address.as_deref(), Some("1.2.3.4:10912"));
+        assert_eq!(
+            s.deserialize::<Sample>()
+                .unwrap()
+                .ha_master_address
+                .as_deref(),
+            Some("1.2.3.4:10912")
+        );
     }
 
     #[test]

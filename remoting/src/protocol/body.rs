@@ -54,7 +54,11 @@ mod tests {
 
     #[test]
     fn properties_round_trip() {
-        let p: BTreeMap<String, String> = [("a".to_owned(), "1".to_owned()), ("b".to_owned(), "x=y".to_owned())].into();
+        let p: BTreeMap<String, String> = [
+            ("a".to_owned(), "1".to_owned()),
+            ("b".to_owned(), "x=y".to_owned()),
+        ]
+        .into();
         assert_eq!(text_to_properties(&properties_to_text(&p)), p);
     }
 }

@@ -141,7 +141,9 @@ impl std::fmt::Display for TopicNameError {
         f.write_str(match self {
             TopicNameError::Blank => "The specified topic is blank.",
             TopicNameError::TooLong => "The specified topic is longer than topic max length.",
-            TopicNameError::IllegalCharacter => "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$",
+            TopicNameError::IllegalCharacter => {
+                "The specified topic contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+            }
         })
     }
 }
@@ -304,7 +306,10 @@ mod tests {
         assert!(validate_topic("%RETRY%group_1-a|b").is_ok());
         assert_eq!(validate_topic(" "), Err(TopicNameError::Blank));
         assert_eq!(validate_topic("a b"), Err(TopicNameError::IllegalCharacter));
-        assert_eq!(validate_topic(&"a".repeat(128)), Err(TopicNameError::TooLong));
+        assert_eq!(
+            validate_topic(&"a".repeat(128)),
+            Err(TopicNameError::TooLong)
+        );
         assert!(system::is_send_forbidden("SCHEDULE_TOPIC_XXXX"));
         assert_eq!(perm::to_text(7), "RWX");
         assert_eq!(perm::to_text(4), "R--");

@@ -117,15 +117,23 @@ mod tests {
 
     #[test]
     fn standard_and_bare_forms() {
-        let std = String::from_utf8(fastjson::to_vec(&route(), KeyStyle::Standard).unwrap()).unwrap();
+        let std =
+            String::from_utf8(fastjson::to_vec(&route(), KeyStyle::Standard).unwrap()).unwrap();
         assert_eq!(
             std,
             r#"{"brokerDatas":[{"brokerAddrs":{"0":"10.0.0.1:10911","1":"10.0.0.2:10911"},"brokerName":"broker-a","cluster":"DefaultCluster","enableActingMaster":false}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a","perm":6,"readQueueNums":4,"topicSysFlag":0,"writeQueueNums":4}]}"#
         );
-        let bare = String::from_utf8(fastjson::to_vec(&route(), KeyStyle::Fastjson).unwrap()).unwrap();
-        assert!(bare.contains(r#""brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"}"#), "{bare}");
+        let bare =
+            String::from_utf8(fastjson::to_vec(&route(), KeyStyle::Fastjson).unwrap()).unwrap();
+        assert!(
+            bare.contains(r#""brokerAddrs":{0:"10.0.0.1:10911",1:"10.0.0.2:10911"}"#),
+            "{bare}"
+        );
         for form in [std, bare] {
-            assert_eq!(fastjson::from_slice::<TopicRouteData>(form.as_bytes()).unwrap(), route());
+            assert_eq!(
+                fastjson::from_slice::<TopicRouteData>(form.as_bytes()).unwrap(),
+                route()
+            );
         }
     }
 

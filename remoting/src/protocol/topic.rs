@@ -202,21 +202,19 @@ impl RegisterBrokerBody {
             return fastjson::to_vec(self, KeyStyle::Fastjson);
         }
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
-        fn put(z: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
-            let len = i32::try_from(bytes.len()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
-            z.write_all(&len.to_be_bytes())?;
-            z.write_all(bytes)
-        }
         let wrapper = &self.topic_config_serialize_wrapper;
         let io = |e: std::io::Error| body_error(e.to_string());
-        let dv = serde_json::to_vec(&wrapper.data_version).map_err(|e| body_error(e.to_string()))?;
+        let dv =
+            serde_json::to_vec(&wrapper.data_version).map_err(|e| body_error(e.to_string()))?;
         put(&mut z, &dv).map_err(io)?;
-        let count = i32::try_from(wrapper.topic_config_table.len()).map_err(|_| body_error("too many topics"))?;
+        let count = i32::try_from(wrapper.topic_config_table.len())
+            .map_err(|_| body_error("too many topics"))?;
         z.write_all(&count.to_be_bytes()).map_err(io)?;
         for config in wrapper.topic_config_table.values() {
             put(&mut z, config.encode_compact().as_bytes()).map_err(io)?;
         }
-        let filters = serde_json::to_vec(&self.filter_server_list).map_err(|e| body_error(e.to_string()))?;
+        let filters =
+            serde_json::to_vec(&self.filter_server_list).map_err(|e| body_error(e.to_string()))?;
         put(&mut z, &filters).map_err(io)?;
         // 5.x appends the static-topic mapping count; zero mappings.
         z.write_all(&0i32.to_be_bytes()).map_err(io)?;
@@ -241,11 +239,14 @@ impl RegisterBrokerBody {
         let count = take_i32(&mut cursor)?;
         let mut table = BTreeMap::new();
         for _ in 0..count {
-            let text = std::str::from_utf8(take_chunk(&mut cursor)?).map_err(|_| body_error("topic config is not UTF-8"))?;
-            let config = TopicConfig::decode_compact(text).ok_or_else(|| body_error(format!("bad topic config '{text}'")))?;
+            let text = std::str::from_utf8(take_chunk(&mut cursor)?)
+                .map_err(|_| body_error("topic config is not UTF-8"))?;
+            let config = TopicConfig::decode_compact(text)
+                .ok_or_else(|| body_error(format!("bad topic config '{text}'")))?;
             table.insert(config.topic_name.clone(), config);
         }
-        let filter_server_list = serde_json::from_slice(take_chunk(&mut cursor)?).unwrap_or_default();
+        let filter_server_list =
+            serde_json::from_slice(take_chunk(&mut cursor)?).unwrap_or_default();
         Ok(RegisterBrokerBody {
             topic_config_serialize_wrapper: TopicConfigSerializeWrapper {
                 topic_config_table: table,
@@ -256,15 +257,26 @@ impl RegisterBrokerBody {
     }
 }
 
+/// Writes `len(bytes)` as a big-endian i32, then the bytes.
+fn put(z: &mut impl Write, bytes: &[u8]) -> std::io::Result<()> {
+    let len = i32::try_from(bytes.len()).map_err(|_| std::io::ErrorKind::InvalidInput)?;
+    z.write_all(&len.to_be_bytes())?;
+    z.write_all(bytes)
+}
+
 fn take_i32(cursor: &mut &[u8]) -> Result<i32, BodyError> {
-    let (head, tail) = cursor.split_at_checked(4).ok_or_else(|| body_error("truncated"))?;
+    let (head, tail) = cursor
+        .split_at_checked(4)
+        .ok_or_else(|| body_error("truncated"))?;
     *cursor = tail;
     Ok(i32::from_be_bytes([head[0], head[1], head[2], head[3]]))
 }
 
 fn take_chunk<'a>(cursor: &mut &'a [u8]) -> Result<&'a [u8], BodyError> {
     let len = usize::try_from(take_i32(cursor)?).map_err(|_| body_error("negative length"))?;
-    let (head, tail) = cursor.split_at_checked(len).ok_or_else(|| body_error("truncated"))?;
+    let (head, tail) = cursor
+        .split_at_checked(len)
+        .ok_or_else(|| body_error("truncated"))?;
     *cursor = tail;
     Ok(head)
 }
@@ -296,10 +308,18 @@ mod tests {
     fn json_and_compressed_round_trip() {
         for compressed in [false, true] {
             let bytes = body().encode(compressed).unwrap();
-            assert_eq!(RegisterBrokerBody::decode(&bytes, compressed).unwrap(), body());
+            assert_eq!(
+                RegisterBrokerBody::decode(&bytes, compressed).unwrap(),
+                body()
+            );
         }
         let json = String::from_utf8(body().encode(false).unwrap()).unwrap();
-        assert!(json.contains(r#""dataVersion":{"counter":12,"stateVersion":0,"timestamp":1700000000000}"#), "{json}");
+        assert!(
+            json.contains(
+                r#""dataVersion":{"counter":12,"stateVersion":0,"timestamp":1700000000000}"#
+            ),
+            "{json}"
+        );
         assert!(json.contains(r#""T1":{"attributes":{},"order":false,"perm":6,"readQueueNums":4,"topicFilterType":"SINGLE_TAG","topicName":"T1","topicSysFlag":0,"writeQueueNums":4}"#), "{json}");
     }
 
