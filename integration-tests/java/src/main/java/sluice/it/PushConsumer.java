@@ -91,7 +91,8 @@ public final class PushConsumer {
                 synchronized (Harness.out) {
                     Harness.out.println(sb);
                 }
-                if (count > 0 && received.incrementAndGet() >= count) {
+                int n = received.incrementAndGet();
+                if (count > 0 && n >= count) {
                     done.countDown();
                 }
             }

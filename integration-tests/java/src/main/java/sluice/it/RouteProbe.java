@@ -64,11 +64,12 @@ public final class RouteProbe {
         try {
             long deadline = System.currentTimeMillis() + waitMs;
             while (true) {
+                String route = null;
                 String routeErr = null;
                 String queuesErr = null;
                 List<MessageQueue> queues = null;
                 try {
-                    printRoute(producer, topic, rpcTimeoutMs);
+                    route = describeRoute(producer, topic, rpcTimeoutMs);
                 } catch (Exception e) {
                     routeErr = Harness.describe(e);
                 }
@@ -79,7 +80,9 @@ public final class RouteProbe {
                 }
                 boolean ok = routeErr == null && queuesErr == null;
                 if (ok || System.currentTimeMillis() >= deadline) {
-                    if (routeErr != null) {
+                    if (route != null) {
+                        Harness.out.println(route);
+                    } else {
                         Harness.out.println("ERR route " + routeErr);
                     }
                     if (queuesErr != null) {
@@ -106,7 +109,7 @@ public final class RouteProbe {
      * Fetches the route through the producer's MQClientInstance, as the client itself does. {@code
      * var} keeps this source free of TopicRouteData's package, which moved between 4.x and 5.x.
      */
-    private static void printRoute(DefaultMQProducer producer, String topic, long rpcTimeoutMs)
+    private static String describeRoute(DefaultMQProducer producer, String topic, long rpcTimeoutMs)
             throws Exception {
         var api = producer.getDefaultMQProducerImpl().getmQClientFactory().getMQClientAPIImpl();
         var route = api.getTopicRouteInfoFromNameServer(topic, rpcTimeoutMs);
@@ -123,6 +126,6 @@ public final class RouteProbe {
                     .append(qd.getTopicSysFlag()).append('\n');
         }
         lines.append("ROUTE ").append(Harness.oneLine(route.toJson()));
-        Harness.out.println(lines);
+        return lines.toString();
     }
 }
