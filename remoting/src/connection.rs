@@ -123,6 +123,28 @@ fn now_millis() -> u64 {
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
 
 impl Channel {
+    /// A channel with no socket behind it: whatever is sent on it comes out of the
+    /// returned receiver. For testing processors without a network.
+    #[must_use]
+    pub fn detached(peer: SocketAddr) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
+        let (outgoing, queue) = mpsc::unbounded_channel();
+        let (close_tx, _) = watch::channel(false);
+        let channel = Channel {
+            inner: Arc::new(ChannelInner {
+                id: NEXT_CHANNEL_ID.fetch_add(1, Ordering::Relaxed),
+                peer,
+                local: SocketAddr::from(([127, 0, 0, 1], 0)),
+                outgoing,
+                pending: Mutex::new(HashMap::new()),
+                next_opaque: AtomicI32::new(1),
+                closed: AtomicBool::new(false),
+                close_tx,
+                last_activity: AtomicU64::new(now_millis()),
+            }),
+        };
+        (channel, queue)
+    }
+
     /// Process-unique id of this connection.
     #[must_use]
     pub fn id(&self) -> u64 {

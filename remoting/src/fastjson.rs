@@ -51,7 +51,8 @@ pub fn to_vec<T: Serialize + ?Sized>(value: &T, style: KeyStyle) -> Result<Vec<u
     Ok(buf.to_vec())
 }
 
-/// Parses a body written by fastjson (bare or object keys) or by a standard JSON writer.
+/// Parses a body (a JSON object) written by fastjson (bare or object keys) or by a
+/// standard JSON writer.
 ///
 /// # Errors
 /// When the bytes are not JSON of the expected shape.
@@ -61,6 +62,10 @@ pub fn from_slice<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, BodyError> {
         reason,
     };
     let text = std::str::from_utf8(bytes).map_err(|e| err(e.to_string()))?;
+    // Every body is a JSON object; serde would also take a struct written as an array.
+    if text.trim_start().as_bytes().first() != Some(&b'{') {
+        return Err(err("body is not a JSON object".to_owned()));
+    }
     let normal = normalize(text).map_err(|r| err(r.to_owned()))?;
     serde_json::from_str(&normal).map_err(|e| err(e.to_string()))
 }
@@ -313,7 +318,10 @@ pub mod object_keys {
     ) -> Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(map.len()))?;
         for (k, v) in map {
-            let key = serde_json::to_string(k).map_err(S::Error::custom)?;
+            // Through a Value so the key's fields come out sorted, as fastjson writes them.
+            let key = serde_json::to_value(k)
+                .and_then(|v| serde_json::to_string(&v))
+                .map_err(S::Error::custom)?;
             m.serialize_entry(&format!("{BARE_KEY_TAG}{key}"), v)?;
         }
         m.end()

@@ -21,6 +21,8 @@ pub const DEFAULT_MAX_FRAME_LEN: usize = 16 * 1024 * 1024;
 pub const LENGTH_PREFIX_LEN: usize = 4;
 /// Size of the header word that follows the length prefix.
 pub const HEADER_WORD_LEN: usize = 4;
+/// At most this much is reserved ahead for an incomplete frame.
+const RESERVE_STEP: usize = 256 * 1024;
 /// Header length is a 24-bit field.
 pub const MAX_HEADER_LEN: usize = 0x00FF_FFFF;
 
@@ -125,7 +127,10 @@ impl FrameDecoder {
                 });
             }
             if buf.len() < LENGTH_PREFIX_LEN + frame_len {
-                buf.reserve(LENGTH_PREFIX_LEN + frame_len - buf.len());
+                // Grow with what arrives, not with what the prefix announces: 8 bytes
+                // must not make us allocate 16 MiB.
+                let missing = LENGTH_PREFIX_LEN + frame_len - buf.len();
+                buf.reserve(missing.min(RESERVE_STEP));
                 return Ok(None);
             }
             buf.advance(LENGTH_PREFIX_LEN + HEADER_WORD_LEN);

@@ -6,9 +6,17 @@
 //! - [`route`]: `TopicRouteData`, `QueueData`, `BrokerData`, `ClusterInfo`.
 //! - [`topic`]: `TopicConfig`, `DataVersion`, the topic config wrapper, `RegisterBrokerBody`.
 //! - [`body`]: small shared bodies (`KVTable`, `TopicList`).
+//! - [`broker`]: broker request/response headers.
+//! - [`heartbeat`]: `HeartbeatData`, subscriptions, `MessageQueue`, lock bodies.
+//! - [`admin`]: stats, connections and offsets bodies read by `mqadmin`.
+//! - [`subscription`]: subscription groups, consumer and delay offset tables.
 
+pub mod admin;
 pub mod body;
+pub mod broker;
 pub mod constants;
+pub mod heartbeat;
 pub mod namesrv;
 pub mod route;
+pub mod subscription;
 pub mod topic;

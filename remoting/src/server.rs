@@ -212,8 +212,10 @@ pub async fn run(
         max_frame_len: config.max_frame_len,
         idle_timeout: config.idle_timeout,
     };
-    let local = listener.local_addr().ok();
-    info!(addr = ?local, "remoting server listening");
+    let local = listener
+        .local_addr()
+        .map_or_else(|_| "?".to_owned(), |a| a.to_string());
+    info!(addr = %local, "remoting server listening");
     let mut live: Vec<Channel> = Vec::new();
     tokio::pin!(shutdown);
     loop {
@@ -242,7 +244,7 @@ pub async fn run(
             () = &mut shutdown => break,
         }
     }
-    info!(addr = ?local, connections = live.len(), "remoting server shutting down");
+    info!(addr = %local, connections = live.len(), "remoting server shutting down");
     drop(listener);
     stop_tx.send_replace(true);
     let wait_all = async {

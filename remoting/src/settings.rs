@@ -182,9 +182,10 @@ fn toml_text(value: &toml::Value) -> String {
     }
 }
 
-/// Java `Properties.load` text: `#`/`!` comments, `=`, `:` or blank separators,
-/// backslash line continuations and escapes.
-fn parse_properties(text: &str) -> BTreeMap<String, String> {
+/// Parses Java `Properties.load` text: `#`/`!` comments, `=`, `:` or blank
+/// separators, backslash line continuations and escapes.
+#[must_use]
+pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut logical = String::new();
     for raw in text.lines() {

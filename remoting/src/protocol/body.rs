@@ -37,15 +37,11 @@ pub fn properties_to_text(props: &BTreeMap<String, String>) -> String {
     out
 }
 
-/// Parses `k=v` lines (blank lines and `#` comments skipped).
+/// Parses properties text as Java's `Properties.load` does (UPDATE_BROKER_CONFIG
+/// and UPDATE_NAMESRV_CONFIG bodies).
 #[must_use]
 pub fn text_to_properties(text: &str) -> BTreeMap<String, String> {
-    text.lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty() && !l.starts_with('#'))
-        .filter_map(|l| l.split_once('='))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect()
+    crate::settings::parse_properties(text)
 }
 
 #[cfg(test)]
