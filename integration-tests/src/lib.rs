@@ -4,10 +4,15 @@
 //! Layout:
 //! - `ports`: free loopback ports, reserved so parallel tests do not collide.
 //! - `process`: spawn one of our binaries, wait for readiness, kill on drop, keep logs on failure.
+//! - `client`: a blocking remoting client and a broker stand-in for name server tests.
 //! - `java`: build and run the Java test programs and the official `mqadmin`
 //!   (rocketmq-client / rocketmq-tools from Maven Central) for a given RocketMQ version.
-#![allow(clippy::unwrap_used, reason = "test harness: a failed setup step should fail the test loudly")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test harness: a failed setup step should fail the test loudly"
+)]
 
+pub mod client;
 pub mod java;
 pub mod ports;
 pub mod process;

@@ -1,0 +1,201 @@
+//! Clients for synchronous tests: [`SyncClient`], a remoting client on its own
+//! runtime, and [`FakeBroker`], a broker stand-in that registers topics with a name
+//! server and keeps its connection (closing it makes the name server forget it).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::process::REQUEST_TIMEOUT;
+
+use remoting::protocol::namesrv::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
+use remoting::protocol::topic::{DataVersion, RegisterBrokerBody, TopicConfig};
+use remoting::{RemotingClient, RemotingCommand, RequestCode};
+
+/// A remoting client on its own small runtime, for synchronous tests.
+///
+/// Must not be used from inside an async runtime (its calls block on its own).
+pub struct SyncClient {
+    runtime: tokio::runtime::Runtime,
+    client: RemotingClient,
+}
+
+impl fmt::Debug for SyncClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SyncClient")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for SyncClient {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl SyncClient {
+    /// A client with one background thread, so its connections keep reading between calls.
+    ///
+    /// # Panics
+    /// When the runtime cannot be built.
+    #[must_use]
+    pub fn new() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .expect("build a tokio runtime");
+        SyncClient {
+            runtime,
+            client: RemotingClient::default(),
+        }
+    }
+
+    /// Sends `request` to `addr` and waits for the response.
+    ///
+    /// # Panics
+    /// On a transport error or a timeout.
+    pub fn invoke(&self, addr: &str, request: RemotingCommand) -> RemotingCommand {
+        let code = request.code();
+        self.runtime
+            .block_on(self.client.invoke(addr, request, REQUEST_TIMEOUT))
+            .unwrap_or_else(|e| panic!("request {code} to {addr} failed: {e}"))
+    }
+
+    /// Sends a oneway request.
+    ///
+    /// # Panics
+    /// When it cannot be sent.
+    pub fn invoke_oneway(&self, addr: &str, request: RemotingCommand) {
+        self.runtime
+            .block_on(self.client.invoke_oneway(addr, request))
+            .unwrap_or_else(|e| panic!("oneway request to {addr} failed: {e}"));
+    }
+
+    /// Closes every connection.
+    pub fn close_all(&self) {
+        self.client.close_all();
+    }
+}
+
+/// A stand-in for a broker: registers a topic table with a name server the way
+/// `mqbroker` does (REGISTER_BROKER, version 409), over a connection it keeps open.
+/// Dropping it (or [`disconnect`](Self::disconnect)) closes the connection, which
+/// makes the name server forget the broker at once.
+#[derive(Debug)]
+pub struct FakeBroker {
+    namesrv: String,
+    client: SyncClient,
+    /// The registration header (cluster, name, id, address, HA address...).
+    pub header: RegisterBrokerRequestHeader,
+    /// Topics registered.
+    pub topics: BTreeMap<String, TopicConfig>,
+    /// Version of the topic table; bumped by [`with_topic`](Self::with_topic).
+    pub data_version: DataVersion,
+}
+
+impl FakeBroker {
+    /// A broker of `DefaultCluster` with id `broker_id` at `broker_addr` (a loopback
+    /// `ip:port`), HA address = port + 1, topic TBW102 (8 queues, perm 7) as a broker
+    /// with `autoCreateTopicEnable` has. The name server never connects to it; when a
+    /// client will (mqadmin `clusterList` asks brokers for runtime stats), use a port
+    /// from [`crate::ports::reserve`] so the connection is refused at once rather than
+    /// reaching another test's broker.
+    #[must_use]
+    pub fn new(namesrv: &str, broker_name: &str, broker_id: i64, broker_addr: &str) -> Self {
+        let ha_server_addr = broker_addr
+            .rsplit_once(':')
+            .and_then(|(host, port)| {
+                port.parse::<u16>()
+                    .ok()
+                    .map(|p| format!("{host}:{}", p.saturating_add(1)))
+            })
+            .unwrap_or_else(|| broker_addr.to_owned());
+        let mut tbw = TopicConfig::new("TBW102", 8);
+        tbw.perm = 7;
+        FakeBroker {
+            namesrv: namesrv.to_owned(),
+            client: SyncClient::new(),
+            header: RegisterBrokerRequestHeader {
+                broker_name: broker_name.to_owned(),
+                broker_addr: broker_addr.to_owned(),
+                cluster_name: "DefaultCluster".to_owned(),
+                ha_server_addr,
+                broker_id,
+                ..RegisterBrokerRequestHeader::default()
+            },
+            topics: BTreeMap::from([("TBW102".to_owned(), tbw)]),
+            data_version: DataVersion {
+                timestamp: 1,
+                counter: 1,
+                state_version: 0,
+            },
+        }
+    }
+
+    /// A master (id 0).
+    #[must_use]
+    pub fn master(namesrv: &str, broker_name: &str, broker_addr: &str) -> Self {
+        Self::new(namesrv, broker_name, 0, broker_addr)
+    }
+
+    /// Adds (or replaces) a topic with `queues` read and write queues and `perm`.
+    #[must_use]
+    pub fn with_topic(mut self, name: &str, queues: i32, perm: i32) -> Self {
+        let mut config = TopicConfig::new(name, queues);
+        config.perm = perm;
+        self.topics.insert(name.to_owned(), config);
+        self.data_version.counter += 1;
+        self
+    }
+
+    /// The REGISTER_BROKER request this broker sends.
+    ///
+    /// # Panics
+    /// When the body cannot be encoded.
+    #[must_use]
+    pub fn register_request(&self) -> RemotingCommand {
+        let mut body = RegisterBrokerBody::default();
+        body.topic_config_serialize_wrapper.topic_config_table = self.topics.clone();
+        body.topic_config_serialize_wrapper.data_version = self.data_version.clone();
+        let compressed = self.header.compressed.unwrap_or(false);
+        let bytes = body
+            .encode(compressed)
+            .expect("encode the registration body");
+        let mut header = self.header.clone();
+        // UtilAll.crc32: CRC32 masked to 31 bits.
+        header.body_crc32 = Some(i32::try_from(crc32fast::hash(&bytes) & 0x7FFF_FFFF).unwrap_or(0));
+        RemotingCommand::request_with(RequestCode::RegisterBroker, &header).with_body(bytes)
+    }
+
+    /// Registers with the name server; returns its response.
+    pub fn register(&mut self) -> RemotingCommand {
+        let request = self.register_request();
+        self.client.invoke(&self.namesrv, request)
+    }
+
+    /// Unregisters (UNREGISTER_BROKER); returns the response.
+    pub fn unregister(&mut self) -> RemotingCommand {
+        let header = UnregisterBrokerRequestHeader {
+            broker_name: self.header.broker_name.clone(),
+            broker_addr: self.header.broker_addr.clone(),
+            cluster_name: self.header.cluster_name.clone(),
+            broker_id: self.header.broker_id,
+        };
+        self.client.invoke(
+            &self.namesrv,
+            RemotingCommand::request_with(RequestCode::UnregisterBroker, &header),
+        )
+    }
+
+    /// Closes the connection to the name server.
+    pub fn disconnect(&mut self) {
+        self.client.close_all();
+    }
+
+    /// The client it uses (same connection).
+    #[must_use]
+    pub fn client(&self) -> &SyncClient {
+        &self.client
+    }
+}

@@ -1,0 +1,99 @@
+//! `mqnamesrv`: the sluice name server.
+//!
+//! `mqnamesrv -c namesrv.toml -o listenPort=0 -o kvConfigPath=/tmp/kv.json`; SIGTERM
+//! or SIGINT stop it gracefully (exit 0).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Parser;
+use nameserver::NamesrvConfig;
+use remoting::settings::Settings;
+use tokio::signal::unix::{SignalKind, signal};
+use tracing::{error, info};
+use tracing_subscriber::EnvFilter;
+
+/// The sluice name server (RocketMQ-compatible `mqnamesrv`).
+#[derive(Debug, Parser)]
+#[command(name = "mqnamesrv", version, about)]
+struct Cli {
+    /// Config file: TOML, or a RocketMQ `.properties`/`.conf` file as is.
+    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    config_file: Option<PathBuf>,
+    /// Overrides one setting (`-o listenPort=0`); repeatable, later ones win.
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+    /// Prints every setting with its effective value and exits.
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config_item: bool,
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal())
+        .init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let config = match Settings::load(cli.config_file.as_deref(), &cli.overrides)
+        .map_err(nameserver::ConfigError::from)
+        .and_then(|settings| {
+            let config = NamesrvConfig::from_settings(&settings)?;
+            settings.warn_unknown();
+            Ok(config)
+        }) {
+        Ok(config) => config,
+        Err(e) => {
+            error!(error = %e, "cannot load config");
+            eprintln!("mqnamesrv: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if cli.print_config_item {
+        for (key, value) in config.to_properties() {
+            println!("{key}={value}");
+        }
+        return ExitCode::SUCCESS;
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mqnamesrv: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %e, "name server failed");
+            eprintln!("mqnamesrv: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> {
+    // Installed before binding, so a signal sent as soon as the port is open is not lost.
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let shutdown = async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        info!(signal = name, "shutting down");
+    };
+    let listener = nameserver::bind(&config).await?;
+    let addr = listener.local_addr()?;
+    println!("The Name Server boot success. serializeType=JSON, address {addr}");
+    nameserver::run(listener, config, shutdown).await?;
+    Ok(())
+}

@@ -1,0 +1,66 @@
+//! Errors of the name server: configuration, persisted files, startup.
+//!
+//! Request-level failures never surface here: the processor turns them into
+//! RocketMQ response codes in one place (`processor`).
+
+use std::io;
+use std::path::PathBuf;
+
+/// A setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file or an override could not be loaded.
+    #[error(transparent)]
+    Load(#[from] remoting::settings::SettingsError),
+    /// A value is out of range or inconsistent.
+    #[error("invalid name server config: {0}")]
+    Invalid(String),
+}
+
+/// A persisted file (kvConfig.json, namesrv.properties) could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum PersistError {
+    /// Reading, writing, syncing or renaming failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: io::Error,
+    },
+    /// Neither the file nor its `.bak` holds a valid table.
+    #[error("{path} is corrupt and has no usable .bak: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: String,
+    },
+}
+
+/// Why the name server could not start or stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum NamesrvError {
+    /// Bad configuration.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// The KV config could not be loaded.
+    #[error(transparent)]
+    Persist(#[from] PersistError),
+    /// The listen address could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Cause.
+        source: io::Error,
+    },
+}
+
+/// Result alias of the nameserver crate.
+pub type Result<T, E = NamesrvError> = std::result::Result<T, E>;

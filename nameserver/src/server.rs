@@ -1,0 +1,106 @@
+//! Wiring: binds the listener, loads the KV table, registers the processor for every
+//! name server code, runs the expiry scan, serves until the shutdown future resolves.
+//!
+//! `run` takes an already bound listener (so tests and the binary can bind port 0 and
+//! learn the port first) and a shutdown future (so tests stop it without signals).
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use remoting::server::{Dispatcher, Processor, ServerConfig};
+use tokio::net::TcpListener;
+use tracing::{Instrument, info, info_span};
+
+use crate::clock::{Clock, SystemClock};
+use crate::config::NamesrvConfig;
+use crate::error::{NamesrvError, Result};
+use crate::kv_config::KvConfigManager;
+use crate::processor::{HANDLED_CODES, NamesrvProcessor};
+
+/// Binds `bindAddress:listenPort`.
+///
+/// # Errors
+/// The address is invalid or cannot be bound.
+pub async fn bind(config: &NamesrvConfig) -> Result<TcpListener> {
+    let addr = format!("{}:{}", config.bind_address, config.listen_port);
+    let parsed: SocketAddr = addr.parse().map_err(|_| NamesrvError::Bind {
+        addr: addr.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an ip:port"),
+    })?;
+    TcpListener::bind(parsed)
+        .await
+        .map_err(|source| NamesrvError::Bind { addr, source })
+}
+
+/// Serves the name server on `listener` until `shutdown` resolves.
+///
+/// Logs `listening on <addr>` once serving (tests wait for that line).
+///
+/// # Errors
+/// The KV table cannot be loaded.
+pub async fn run(
+    listener: TcpListener,
+    config: NamesrvConfig,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    run_with_clock(listener, config, Arc::new(SystemClock), shutdown).await
+}
+
+/// [`run`] with an explicit clock.
+///
+/// # Errors
+/// The KV table cannot be loaded.
+pub async fn run_with_clock(
+    listener: TcpListener,
+    mut config: NamesrvConfig,
+    clock: Arc<dyn Clock>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()> {
+    let local = listener.local_addr().map_err(|source| NamesrvError::Bind {
+        addr: format!("{}:{}", config.bind_address, config.listen_port),
+        source,
+    })?;
+    // As RocketMQ: an OS-chosen port is written back, so GET_NAMESRV_CONFIG shows it.
+    config.listen_port = local.port();
+
+    let kv = KvConfigManager::new(&config.kv_config_path);
+    kv.load()?;
+
+    let server_config = ServerConfig {
+        max_frame_len: config.frame_max_length,
+        idle_timeout: config.idle_timeout(),
+        ..ServerConfig::default()
+    };
+    let scan_interval = config.scan_interval();
+    let processor = Arc::new(NamesrvProcessor::new(config, kv, clock));
+
+    let mut dispatcher = Dispatcher::new();
+    let as_processor: Arc<dyn Processor> = processor.clone();
+    dispatcher.register(HANDLED_CODES.iter().copied(), &as_processor);
+    dispatcher.add_listener(processor.clone());
+
+    let scanner = {
+        let processor = Arc::clone(&processor);
+        tokio::spawn(
+            async move {
+                let mut tick = tokio::time::interval_at(
+                    tokio::time::Instant::now() + scan_interval,
+                    scan_interval,
+                );
+                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                loop {
+                    tick.tick().await;
+                    processor.scan_not_active_brokers();
+                }
+            }
+            .instrument(info_span!("scan", service = "scan_not_active_broker")),
+        )
+    };
+
+    info!(addr = %local, "listening on {local}");
+    remoting::server::run(listener, dispatcher, server_config, shutdown).await;
+    scanner.abort();
+    info!(addr = %local, "name server stopped");
+    Ok(())
+}
