@@ -4,7 +4,6 @@
 //! RocketMQ response codes in one place (`processor`).
 
 use std::io;
-use std::path::PathBuf;
 
 /// A setting that cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -18,30 +17,6 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-/// A persisted file (kvConfig.json, namesrv.properties) could not be read or written.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum PersistError {
-    /// Reading, writing, syncing or renaming failed.
-    #[error("{op} {path}: {source}")]
-    Io {
-        /// What was being done.
-        op: &'static str,
-        /// The file.
-        path: PathBuf,
-        /// Cause.
-        source: io::Error,
-    },
-    /// Neither the file nor its `.bak` holds a valid table.
-    #[error("{path} is corrupt and has no usable .bak: {reason}")]
-    Corrupt {
-        /// The file.
-        path: PathBuf,
-        /// Why it was refused.
-        reason: String,
-    },
-}
-
 /// Why the name server could not start or stopped with an error.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
@@ -51,7 +26,7 @@ pub enum NamesrvError {
     Config(#[from] ConfigError),
     /// The KV config could not be loaded.
     #[error(transparent)]
-    Persist(#[from] PersistError),
+    Persist(#[from] remoting::config_file::ConfigFileError),
     /// The listen address could not be bound.
     #[error("cannot listen on {addr}: {source}")]
     Bind {

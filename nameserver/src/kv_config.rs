@@ -3,7 +3,7 @@
 //!
 //! The file has RocketMQ's format, `{"configTable":{"NS":{"k":"v"}}}`, so a table
 //! written by Apache RocketMQ's name server loads here and the other way round. Writes
-//! are atomic with a `.bak` (see `persist`); they are small and rare (mqadmin
+//! are atomic with a `.bak` (see `remoting::config_file`); they are small and rare (mqadmin
 //! `updateKvConfig`, ordered-topic setup), so they happen inline while the table lock
 //! is held, which keeps the file in the order of the changes.
 
@@ -15,8 +15,7 @@ use remoting::protocol::body::KvTable;
 use serde::{Deserialize, Serialize};
 use tracing::info;
 
-use crate::error::PersistError;
-use crate::persist;
+use remoting::config_file::{self as persist, ConfigFileError as PersistError};
 
 type Table = BTreeMap<String, BTreeMap<String, String>>;
 

@@ -14,17 +14,16 @@
 //! - [`server`]: bind, load, register the processor, expiry scan, serve until shutdown.
 //! - [`clock`]: the time source, a seam for expiry tests.
 //! - [`error`]: typed errors.
-//! - `persist`: atomic file writes with a `.bak`.
+//! - persistence: `remoting::config_file` (atomic writes with a `.bak`).
 
 pub mod clock;
 pub mod config;
 pub mod error;
 pub mod kv_config;
-mod persist;
 pub mod processor;
 pub mod route_info;
 pub mod server;
 
 pub use config::NamesrvConfig;
-pub use error::{ConfigError, NamesrvError, PersistError, Result};
+pub use error::{ConfigError, NamesrvError, Result};
 pub use server::{bind, run};

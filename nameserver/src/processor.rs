@@ -35,11 +35,11 @@ use tracing::{debug, error, info, warn};
 use crate::clock::Clock;
 use crate::config::NamesrvConfig;
 use crate::kv_config::KvConfigManager;
-use crate::persist;
 use crate::route_info::{
     BrokerRegistration, GetBrokerMemberGroupResponseBody, RouteInfoManager, RouteOptions,
     UnregisterRequest,
 };
+use remoting::config_file as persist;
 
 /// Every request code the name server answers; others get REQUEST_CODE_NOT_SUPPORTED.
 pub const HANDLED_CODES: &[RequestCode] = &[

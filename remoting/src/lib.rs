@@ -13,6 +13,7 @@
 //!   request/response correlation in both directions).
 //! - [`server`]: accept loop and dispatch of requests to processors by code.
 //! - [`client`]: connection cache, sync/async/oneway invocation with timeouts.
+//! - [`config_file`]: crash-safe config files (temp, fsync, rename, `.bak`).
 //! - [`settings`]: `-c FILE -o key=value` configuration loading shared by every binary.
 //! - [`net`]: socket options and address parsing.
 #![warn(clippy::pedantic)]
@@ -28,6 +29,7 @@
 pub mod client;
 pub mod code;
 pub mod command;
+pub mod config_file;
 pub mod connection;
 pub mod error;
 pub mod ext_header;

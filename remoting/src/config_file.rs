@@ -3,6 +3,9 @@
 //! synced. A crash at any point leaves either the old or the new file, and a reader
 //! that finds `<file>` missing or corrupt falls back to `<file>.bak`
 //! (RocketMQ's `MixAll.string2File` keeps the same `.bak`).
+//!
+//! Shared by the name server (kvConfig.json) and the broker (topics.json,
+//! consumerOffset.json, delayOffset.json, subscriptionGroup.json).
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -10,7 +13,29 @@ use std::path::{Path, PathBuf};
 
 use tracing::warn;
 
-use crate::error::PersistError;
+/// A config file could not be written or read.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigFileError {
+    /// Reading, writing, syncing or renaming failed.
+    #[error("{op} {path}: {source}")]
+    Io {
+        /// What was being done.
+        op: &'static str,
+        /// The file.
+        path: PathBuf,
+        /// Cause.
+        source: io::Error,
+    },
+    /// Neither the file nor its `.bak` holds a valid table.
+    #[error("{path} is corrupt and has no usable .bak: {reason}")]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// Why it was refused.
+        reason: String,
+    },
+}
 
 fn sibling(path: &Path, suffix: &str) -> PathBuf {
     let mut name = path
@@ -27,15 +52,15 @@ pub fn backup_path(path: &Path) -> PathBuf {
     sibling(path, ".bak")
 }
 
-fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> PersistError + 'a {
-    move |source| PersistError::Io {
+fn io_err<'a>(op: &'static str, path: &'a Path) -> impl FnOnce(io::Error) -> ConfigFileError + 'a {
+    move |source| ConfigFileError::Io {
         op,
         path: path.to_owned(),
         source,
     }
 }
 
-fn sync_dir(dir: &Path) -> Result<(), PersistError> {
+fn sync_dir(dir: &Path) -> Result<(), ConfigFileError> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .map_err(io_err("sync directory", dir))
@@ -45,7 +70,7 @@ fn sync_dir(dir: &Path) -> Result<(), PersistError> {
 ///
 /// # Errors
 /// Any failed create, write, sync or rename; the previous file is then unchanged.
-pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), PersistError> {
+pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), ConfigFileError> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_owned(),
         _ => PathBuf::from("."),
@@ -82,7 +107,7 @@ pub fn write_atomic(path: &Path, content: &[u8]) -> Result<(), PersistError> {
 pub fn read_with_backup<T>(
     path: &Path,
     parse: impl Fn(&[u8]) -> Result<T, String>,
-) -> Result<Option<T>, PersistError> {
+) -> Result<Option<T>, ConfigFileError> {
     let bak = backup_path(path);
     let mut reason = None;
     for candidate in [path, bak.as_path()] {
@@ -105,7 +130,7 @@ pub fn read_with_backup<T>(
     }
     match reason {
         None => Ok(None),
-        Some(reason) => Err(PersistError::Corrupt {
+        Some(reason) => Err(ConfigFileError::Corrupt {
             path: path.to_owned(),
             reason,
         }),
@@ -156,7 +181,7 @@ mod tests {
         fs::write(&path, b"x").unwrap();
         fs::write(backup_path(&path), b"y").unwrap();
         let e = read_with_backup(&path, parse).unwrap_err();
-        assert!(matches!(e, PersistError::Corrupt { .. }), "{e}");
+        assert!(matches!(e, ConfigFileError::Corrupt { .. }), "{e}");
     }
 
     #[test]
