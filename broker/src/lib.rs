@@ -1,1 +1,28 @@
-//! broker (not yet built)
+//! The sluice broker: one node of a master/slave pair, serving RocketMQ's standard
+//! clients over the remoting protocol from a RocketMQ-compatible store.
+//!
+//! Layout:
+//! - [`config`]: `BrokerConfig` with broker.conf key names, `BrokerRole`.
+//! - [`topic_config`]: topics, system topics, auto-creation, topics.json.
+//! - [`subscription_group`]: consumer group settings, subscriptionGroup.json.
+//! - [`consumer_offset`]: committed offsets, consumerOffset.json.
+//! - [`client_manager`]: connected producers and consumers, heartbeat subscriptions,
+//!   consumer-ids-changed notifications.
+//! - [`rebalance_lock`]: queue locks of orderly consumers.
+//! - [`registration`]: REGISTER_BROKER / UNREGISTER_BROKER to every name server.
+//! - [`schedule`]: delay levels and the schedule (delay) service.
+//! - [`processor`]: request handlers and the mapping of failures to response codes.
+//! - [`persist`]: the config/*.json files.
+//! - [`clock`]: wall-clock milliseconds.
+
+pub mod client_manager;
+pub mod clock;
+pub mod config;
+pub mod consumer_offset;
+pub mod persist;
+pub mod processor;
+pub mod rebalance_lock;
+pub mod registration;
+pub mod schedule;
+pub mod subscription_group;
+pub mod topic_config;

@@ -137,6 +137,12 @@ impl Settings {
             .map_err(|e| SettingsError::Invalid(e.0))
     }
 
+    /// Marks keys as known without reading them: RocketMQ settings a process accepts
+    /// but that have no effect in sluice (thread pool sizes and the like).
+    pub fn accept_keys(&self, keys: &[&'static str]) {
+        self.known.borrow_mut().extend(keys.iter().copied());
+    }
+
     /// Keys that no struct deserialised so far reads.
     #[must_use]
     pub fn unknown_keys(&self) -> Vec<&str> {

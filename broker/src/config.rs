@@ -1,0 +1,393 @@
+//! `BrokerConfig`: the broker's own settings, with RocketMQ's broker.conf key names
+//! (`BrokerConfig` + `NettyServerConfig` + the role keys of `MessageStoreConfig`), so
+//! an operator's broker.conf loads as is. Store settings are `store::StoreConfig`,
+//! deserialised from the same file.
+
+use std::net::IpAddr;
+
+use serde::{Deserialize, Serialize};
+
+/// Master or slave, sync or async replication (`brokerRole`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[allow(non_camel_case_types, reason = "spelled as RocketMQ spells them in broker.conf")]
+pub enum BrokerRole {
+    /// Master; puts return once stored locally (replication is asynchronous).
+    #[default]
+    ASYNC_MASTER,
+    /// Master; puts return once a slave holds them.
+    SYNC_MASTER,
+    /// Slave: no writes, follows its master over HA.
+    SLAVE,
+}
+
+impl BrokerRole {
+    /// Whether this role takes writes.
+    #[must_use]
+    pub fn is_master(self) -> bool {
+        !matches!(self, BrokerRole::SLAVE)
+    }
+
+    /// RocketMQ's name.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            BrokerRole::ASYNC_MASTER => "ASYNC_MASTER",
+            BrokerRole::SYNC_MASTER => "SYNC_MASTER",
+            BrokerRole::SLAVE => "SLAVE",
+        }
+    }
+}
+
+/// The broker's settings. Defaults are RocketMQ 4.9.8's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+#[allow(clippy::struct_excessive_bools, reason = "mirrors RocketMQ's BrokerConfig one to one")]
+pub struct BrokerConfig {
+    /// `;`-separated name server addresses (also `-n`, env `NAMESRV_ADDR`).
+    pub namesrv_addr: Option<String>,
+    /// Address clients reach this broker at (also the store host of every message).
+    /// Default: the first non-loopback IPv4 address, else 127.0.0.1.
+    #[serde(rename = "brokerIP1")]
+    pub broker_ip1: Option<String>,
+    /// Address slaves reach the HA port at (default: brokerIP1).
+    #[serde(rename = "brokerIP2")]
+    pub broker_ip2: Option<String>,
+    /// Broker name; a master and its slaves share it (default: the host name).
+    pub broker_name: String,
+    /// Cluster name (`DefaultCluster`).
+    pub broker_cluster_name: String,
+    /// 0 = master; slaves ≥ 1.
+    pub broker_id: i64,
+    /// Master or slave (`ASYNC_MASTER`).
+    pub broker_role: BrokerRole,
+    /// Permission of the whole broker (6 = RW).
+    pub broker_permission: i32,
+    /// Queues of auto-created topics and of TBW102 (8).
+    pub default_topic_queue_nums: i32,
+    /// Create topics on first send through TBW102 (true).
+    pub auto_create_topic_enable: bool,
+    /// The topic named after the cluster is readable/writable (true).
+    pub cluster_topic_enable: bool,
+    /// The topic named after the broker is readable/writable (true).
+    pub broker_topic_enable: bool,
+    /// Create subscription groups on first use (true).
+    pub auto_create_subscription_group: bool,
+    /// Trace topic name.
+    pub msg_trace_topic_name: String,
+    /// Create the trace topic (false).
+    pub trace_topic_enable: bool,
+    /// Persist consumer offsets every this many ms (5000).
+    pub flush_consumer_offset_interval: u64,
+    /// Refuse transactional messages (false).
+    pub reject_transaction_message: bool,
+    /// Long polling for pulls that find nothing (true).
+    pub long_polling_enable: bool,
+    /// Hold time of a pull when long polling is off, ms (1000).
+    pub short_polling_time_mills: u64,
+    /// Tell consumers when their group changes (true).
+    pub notify_consumer_ids_changed_enable: bool,
+    /// Copy message bytes through the heap (RocketMQ's default true); sluice always
+    /// writes pull bodies straight from the mapped CommitLog and ignores it.
+    pub transfer_msg_by_heap: bool,
+    /// Region written into send responses (`DefaultRegion`).
+    pub region_id: String,
+    /// Name server registration timeout, ms (6000).
+    pub register_broker_timeout_mills: u64,
+    /// Let slaves serve reads (false).
+    pub slave_read_enable: bool,
+    /// Check offsets on slaves too (false).
+    pub offset_check_in_slave: bool,
+    /// Flow control: refuse sends that waited longer than `waitTimeMillsInSendQueue`.
+    pub broker_fast_failure_enable: bool,
+    /// Longest a send may wait in the queue before SYSTEM_BUSY, ms (200).
+    pub wait_time_mills_in_send_queue: u64,
+    /// `TRACE_ON` in send responses (true).
+    pub trace_on: bool,
+    /// SQL92 filtering (false; not supported, pulls with SQL92 get SYSTEM_ERROR).
+    pub enable_property_filter: bool,
+    /// Zlib-compressed registration bodies (false).
+    pub compressed_register: bool,
+    /// Register the full topic table every period (true).
+    pub force_register: bool,
+    /// Registration period, ms (30000; clamped to 10000..=60000).
+    pub register_name_server_period: u64,
+    /// Keys UPDATE_BROKER_CONFIG refuses.
+    pub config_black_list: String,
+    /// Main listen port (10911).
+    pub listen_port: u16,
+    /// Address to bind (0.0.0.0).
+    pub bind_address: String,
+    /// HA listen port (default listenPort + 1).
+    pub ha_listen_port: Option<u16>,
+    /// Close idle client connections after this many seconds (120).
+    pub server_channel_max_idle_time_seconds: u64,
+    /// Largest frame accepted (16 MiB).
+    pub frame_max_length: usize,
+    /// Delay levels (`1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h`).
+    pub message_delay_level: String,
+    /// Percent of RAM above which a backlog counts as "in disk" (40).
+    pub access_message_in_memory_max_ratio: u32,
+    /// Max messages per QUERY_MESSAGE (32).
+    pub default_query_max_num: i32,
+}
+
+/// RocketMQ's default delay levels.
+pub const DEFAULT_MESSAGE_DELAY_LEVEL: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+
+impl Default for BrokerConfig {
+    fn default() -> Self {
+        BrokerConfig {
+            namesrv_addr: None,
+            broker_ip1: None,
+            broker_ip2: None,
+            broker_name: default_broker_name(),
+            broker_cluster_name: "DefaultCluster".into(),
+            broker_id: 0,
+            broker_role: BrokerRole::ASYNC_MASTER,
+            broker_permission: 6,
+            default_topic_queue_nums: 8,
+            auto_create_topic_enable: true,
+            cluster_topic_enable: true,
+            broker_topic_enable: true,
+            auto_create_subscription_group: true,
+            msg_trace_topic_name: "RMQ_SYS_TRACE_TOPIC".into(),
+            trace_topic_enable: false,
+            flush_consumer_offset_interval: 5000,
+            reject_transaction_message: false,
+            long_polling_enable: true,
+            short_polling_time_mills: 1000,
+            notify_consumer_ids_changed_enable: true,
+            transfer_msg_by_heap: true,
+            region_id: "DefaultRegion".into(),
+            register_broker_timeout_mills: 6000,
+            slave_read_enable: false,
+            offset_check_in_slave: false,
+            broker_fast_failure_enable: true,
+            wait_time_mills_in_send_queue: 200,
+            trace_on: true,
+            enable_property_filter: false,
+            compressed_register: false,
+            force_register: true,
+            register_name_server_period: 30_000,
+            config_black_list: "configBlackList;brokerConfigPath".into(),
+            listen_port: 10911,
+            bind_address: "0.0.0.0".into(),
+            ha_listen_port: None,
+            server_channel_max_idle_time_seconds: 120,
+            frame_max_length: 16 * 1024 * 1024,
+            message_delay_level: DEFAULT_MESSAGE_DELAY_LEVEL.into(),
+            access_message_in_memory_max_ratio: 40,
+            default_query_max_num: 32,
+        }
+    }
+}
+
+/// RocketMQ broker.conf keys sluice accepts without using (thread pools, commercial
+/// switches, filter servers...), so a full broker.conf loads without warnings.
+pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
+    "rocketmqHome",
+    "messageStorePlugIn",
+    "sendMessageThreadPoolNums",
+    "putMessageFutureThreadPoolNums",
+    "pullMessageThreadPoolNums",
+    "processReplyMessageThreadPoolNums",
+    "queryMessageThreadPoolNums",
+    "adminBrokerThreadPoolNums",
+    "clientManageThreadPoolNums",
+    "consumerManageThreadPoolNums",
+    "heartbeatThreadPoolNums",
+    "endTransactionThreadPoolNums",
+    "flushConsumerOffsetHistoryInterval",
+    "fetchNamesrvAddrByAddressServer",
+    "sendThreadPoolQueueCapacity",
+    "putThreadPoolQueueCapacity",
+    "pullThreadPoolQueueCapacity",
+    "replyThreadPoolQueueCapacity",
+    "queryThreadPoolQueueCapacity",
+    "clientManagerThreadPoolQueueCapacity",
+    "consumerManagerThreadPoolQueueCapacity",
+    "heartbeatThreadPoolQueueCapacity",
+    "endTransactionPoolQueueCapacity",
+    "filterServerNums",
+    "highSpeedMode",
+    "commercialEnable",
+    "commercialTimerCount",
+    "commercialTransCount",
+    "commercialBigCount",
+    "commercialBaseCount",
+    "maxDelayTime",
+    "disableConsumeIfConsumerReadSlowly",
+    "consumerFallbehindThreshold",
+    "waitTimeMillsInPullQueue",
+    "waitTimeMillsInHeartbeatQueue",
+    "waitTimeMillsInTransactionQueue",
+    "startAcceptSendRequestTimeStamp",
+    "enableCalcFilterBitMap",
+    "expectConsumerNumUseFilter",
+    "maxErrorRateOfBloomFilter",
+    "filterDataCleanTimeSpan",
+    "filterSupportRetry",
+    "transactionTimeOut",
+    "transactionCheckMax",
+    "transactionCheckInterval",
+    "aclEnable",
+    "storeReplyMessageEnable",
+    "enableDetailStat",
+    "autoDeleteUnusedStats",
+    "isolateLogEnable",
+    "serverWorkerThreads",
+    "serverCallbackExecutorThreads",
+    "serverSelectorThreads",
+    "serverOnewaySemaphoreValue",
+    "serverAsyncSemaphoreValue",
+    "serverSocketSndBufSize",
+    "serverSocketRcvBufSize",
+    "serverPooledByteBufAllocatorEnable",
+    "useEpollNativeSelector",
+];
+
+/// Why a broker config cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum ConfigError {
+    /// The file or an override could not be loaded.
+    #[error(transparent)]
+    Load(#[from] remoting::settings::SettingsError),
+    /// A value is out of range or inconsistent.
+    #[error("invalid broker config: {0}")]
+    Invalid(String),
+}
+
+impl BrokerConfig {
+    /// Rejects impossible combinations and clamps odd values, as RocketMQ's startup does.
+    ///
+    /// # Errors
+    /// `Invalid` with the reason.
+    pub fn sanitize(&mut self) -> Result<(), ConfigError> {
+        if self.broker_name.trim().is_empty() {
+            return Err(ConfigError::Invalid("brokerName is empty".into()));
+        }
+        match self.broker_role {
+            BrokerRole::ASYNC_MASTER | BrokerRole::SYNC_MASTER => self.broker_id = 0,
+            BrokerRole::SLAVE if self.broker_id <= 0 => {
+                return Err(ConfigError::Invalid("a SLAVE's brokerId must be > 0".into()));
+            }
+            BrokerRole::SLAVE => {}
+        }
+        self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);
+        if let Some(ip) = &self.broker_ip1 {
+            ip.parse::<IpAddr>()
+                .map_err(|_| ConfigError::Invalid(format!("brokerIP1 '{ip}' is not an IP address")))?;
+        }
+        crate::schedule::parse_delay_levels(&self.message_delay_level)
+            .map_err(|e| ConfigError::Invalid(format!("messageDelayLevel: {e}")))?;
+        Ok(())
+    }
+
+    /// `brokerIP1`, or the machine's first non-loopback IPv4 address, or 127.0.0.1.
+    #[must_use]
+    pub fn broker_ip1(&self) -> String {
+        self.broker_ip1.clone().unwrap_or_else(local_address)
+    }
+
+    /// `brokerIP2`, or `brokerIP1`.
+    #[must_use]
+    pub fn broker_ip2(&self) -> String {
+        self.broker_ip2.clone().unwrap_or_else(|| self.broker_ip1())
+    }
+
+    /// `brokerIP1:listenPort`: the address registered with the name server.
+    #[must_use]
+    pub fn broker_addr(&self, listen_port: u16) -> String {
+        format!("{}:{listen_port}", self.broker_ip1())
+    }
+
+    /// The HA port: `haListenPort`, or listenPort + 1.
+    #[must_use]
+    pub fn ha_listen_port(&self, listen_port: u16) -> u16 {
+        self.ha_listen_port.unwrap_or_else(|| listen_port.saturating_add(1))
+    }
+
+    /// Name server addresses.
+    #[must_use]
+    pub fn namesrv_addrs(&self) -> Vec<String> {
+        self.namesrv_addr
+            .as_deref()
+            .map(remoting::net::split_addr_list)
+            .unwrap_or_default()
+    }
+}
+
+fn default_broker_name() -> String {
+    std::env::var("HOSTNAME")
+        .ok()
+        .filter(|h| !h.is_empty())
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "broker-a".into())
+}
+
+/// The first non-loopback IPv4 address (found by "connecting" a UDP socket, which
+/// sends nothing), else 127.0.0.1.
+fn local_address() -> String {
+    std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| {
+            s.connect("192.0.2.1:9")?;
+            s.local_addr()
+        })
+        .ok()
+        .map(|a| a.ip())
+        .filter(|ip| !ip.is_loopback() && !ip.is_unspecified())
+        .map_or_else(|| "127.0.0.1".to_owned(), |ip| ip.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use remoting::settings::Settings;
+
+    #[test]
+    fn loads_a_rocketmq_broker_conf() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("broker.conf");
+        std::fs::write(
+            &conf,
+            "brokerClusterName = DefaultCluster\nbrokerName = broker-a\nbrokerId = 0\ndeleteWhen = 04\nfileReservedTime = 48\nbrokerRole = SYNC_MASTER\nflushDiskType = ASYNC_FLUSH\nbrokerIP1=127.0.0.1\nsendMessageThreadPoolNums=8\n",
+        )
+        .unwrap();
+        let settings = Settings::load(Some(&conf), &["listenPort=20911".into()]).unwrap();
+        let mut cfg: BrokerConfig = settings.deserialize().unwrap();
+        settings.accept_keys(ACCEPTED_UNUSED_KEYS);
+        cfg.sanitize().unwrap();
+        assert_eq!(cfg.broker_role, BrokerRole::SYNC_MASTER);
+        assert_eq!(cfg.broker_addr(cfg.listen_port), "127.0.0.1:20911");
+        assert_eq!(cfg.ha_listen_port(cfg.listen_port), 20912);
+        // Store keys are read by the store's config.
+        assert_eq!(settings.unknown_keys(), vec!["deleteWhen", "fileReservedTime", "flushDiskType"]);
+    }
+
+    #[test]
+    fn sanitize_rules() {
+        let mut slave = BrokerConfig {
+            broker_role: BrokerRole::SLAVE,
+            broker_id: 0,
+            ..BrokerConfig::default()
+        };
+        assert!(slave.sanitize().is_err());
+        slave.broker_id = 1;
+        slave.register_name_server_period = 1;
+        slave.sanitize().unwrap();
+        assert_eq!(slave.register_name_server_period, 10_000);
+        let mut master = BrokerConfig {
+            broker_id: 3,
+            ..BrokerConfig::default()
+        };
+        master.sanitize().unwrap();
+        assert_eq!(master.broker_id, 0);
+        let mut bad = BrokerConfig {
+            message_delay_level: "1x".into(),
+            ..BrokerConfig::default()
+        };
+        assert!(bad.sanitize().is_err());
+    }
+}

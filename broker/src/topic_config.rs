@@ -1,0 +1,366 @@
+//! The broker's topics (`TopicConfigManager`): system topics, auto-creation through
+//! TBW102 on first send, retry/DLQ topics on send-back, admin updates, the data
+//! version the name server compares, and topics.json.
+//!
+//! Every change bumps the data version, persists the table and asks the registration
+//! service to tell the name servers at once (`changed` notify).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+use remoting::config_file::ConfigFileError;
+use remoting::protocol::constants::{perm, system};
+use remoting::protocol::topic::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
+use tokio::sync::Notify;
+use tracing::{error, info, warn};
+
+use crate::config::BrokerConfig;
+use crate::persist;
+
+/// Queues of SCHEDULE_TOPIC_XXXX: one per delay level.
+pub const SCHEDULE_TOPIC_QUEUE_NUM: i32 = 18;
+
+/// The topic table of one broker.
+#[derive(Debug)]
+pub struct TopicConfigManager {
+    table: RwLock<TopicConfigSerializeWrapper>,
+    path: PathBuf,
+    auto_create_topic_enable: bool,
+    /// Notified after every change, so the broker re-registers at once.
+    changed: Arc<Notify>,
+}
+
+fn now_ms() -> i64 {
+    crate::clock::now_ms()
+}
+
+impl TopicConfigManager {
+    /// System topics for `config`, then whatever topics.json (or its `.bak`) holds.
+    ///
+    /// # Errors
+    /// topics.json exists but neither it nor its `.bak` parses.
+    pub fn load(config: &BrokerConfig, path: PathBuf) -> Result<Self, ConfigFileError> {
+        let mut wrapper = TopicConfigSerializeWrapper {
+            topic_config_table: BTreeMap::new(),
+            data_version: DataVersion::new(now_ms()),
+        };
+        for topic in system_topics(config) {
+            wrapper.topic_config_table.insert(topic.topic_name.clone(), topic);
+        }
+        if let Some(stored) = persist::load::<TopicConfigSerializeWrapper>(&path)? {
+            info!(file = %path.display(), topics = stored.topic_config_table.len(), "loaded topics");
+            wrapper.topic_config_table.extend(stored.topic_config_table);
+            wrapper.data_version = stored.data_version;
+        }
+        Ok(TopicConfigManager {
+            table: RwLock::new(wrapper),
+            path,
+            auto_create_topic_enable: config.auto_create_topic_enable,
+            changed: Arc::new(Notify::new()),
+        })
+    }
+
+    /// Notified after every change of the table.
+    #[must_use]
+    pub fn changed(&self) -> Arc<Notify> {
+        Arc::clone(&self.changed)
+    }
+
+    /// The config of `topic`.
+    #[must_use]
+    pub fn select(&self, topic: &str) -> Option<TopicConfig> {
+        self.table.read().topic_config_table.get(topic).cloned()
+    }
+
+    /// Whether `topic` is known.
+    #[must_use]
+    pub fn contains(&self, topic: &str) -> bool {
+        self.table.read().topic_config_table.contains_key(topic)
+    }
+
+    /// A copy of the whole table and its version (registration, slave sync, admin).
+    #[must_use]
+    pub fn wrapper(&self) -> TopicConfigSerializeWrapper {
+        self.table.read().clone()
+    }
+
+    /// The current data version.
+    #[must_use]
+    pub fn data_version(&self) -> DataVersion {
+        self.table.read().data_version.clone()
+    }
+
+    /// Topic names.
+    #[must_use]
+    pub fn topic_names(&self) -> Vec<String> {
+        self.table.read().topic_config_table.keys().cloned().collect()
+    }
+
+    /// Creates `topic` on its first send from the template `default_topic` (normally
+    /// TBW102) when the template may be inherited: `min(client queues, template write
+    /// queues)` queues, the template's permission without INHERIT. Returns the config
+    /// and whether it was created now.
+    pub fn create_in_send(
+        &self,
+        topic: &str,
+        default_topic: &str,
+        remote: &str,
+        client_default_queue_nums: i32,
+        topic_sys_flag: i32,
+    ) -> (Option<TopicConfig>, bool) {
+        let created = {
+            let mut table = self.table.write();
+            if let Some(existing) = table.topic_config_table.get(topic) {
+                return (Some(existing.clone()), false);
+            }
+            let Some(template) = table.topic_config_table.get(default_topic).cloned() else {
+                warn!(topic, default_topic, remote, "create topic: the default topic does not exist");
+                return (None, false);
+            };
+            let mut template_perm = template.perm;
+            if default_topic == system::AUTO_CREATE_TOPIC_KEY && !self.auto_create_topic_enable {
+                template_perm = perm::READ | perm::WRITE;
+            }
+            if !perm::is_inherited(template_perm) {
+                warn!(topic, default_topic, perm = template_perm, remote, "create topic: the default topic cannot be inherited");
+                return (None, false);
+            }
+            let queues = client_default_queue_nums.min(template.write_queue_nums).max(0);
+            let config = TopicConfig {
+                topic_name: topic.to_owned(),
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                perm: template_perm & !perm::INHERIT,
+                topic_filter_type: template.topic_filter_type,
+                topic_sys_flag,
+                ..TopicConfig::default()
+            };
+            info!(topic, default_topic, queues, remote, "auto-created topic on send");
+            table.topic_config_table.insert(topic.to_owned(), config.clone());
+            table.data_version.next_version(now_ms());
+            self.persist_locked(&table);
+            config
+        };
+        self.changed.notify_one();
+        (Some(created), true)
+    }
+
+    /// Creates a retry or DLQ topic (send-back, heartbeat) if missing.
+    pub fn create_in_send_back(&self, topic: &str, queue_nums: i32, perm: i32, topic_sys_flag: i32) -> TopicConfig {
+        if let Some(existing) = self.select(topic) {
+            return existing;
+        }
+        let config = {
+            let mut table = self.table.write();
+            if let Some(existing) = table.topic_config_table.get(topic) {
+                return existing.clone();
+            }
+            let config = TopicConfig {
+                topic_name: topic.to_owned(),
+                read_queue_nums: queue_nums,
+                write_queue_nums: queue_nums,
+                perm,
+                topic_sys_flag,
+                ..TopicConfig::default()
+            };
+            info!(topic, queue_nums, "created topic");
+            table.topic_config_table.insert(topic.to_owned(), config.clone());
+            table.data_version.next_version(now_ms());
+            self.persist_locked(&table);
+            config
+        };
+        self.changed.notify_one();
+        config
+    }
+
+    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC).
+    ///
+    /// # Errors
+    /// The table could not be persisted (the change is kept in memory).
+    pub fn update(&self, config: TopicConfig) -> Result<(), ConfigFileError> {
+        let result = {
+            let mut table = self.table.write();
+            let old = table.topic_config_table.insert(config.topic_name.clone(), config.clone());
+            info!(topic = %config.topic_name, new = old.is_none(), ?config, "topic config updated");
+            table.data_version.next_version(now_ms());
+            persist::save(&self.path, &*table)
+        };
+        self.changed.notify_one();
+        result
+    }
+
+    /// Deletes a topic (DELETE_TOPIC_IN_BROKER). Returns whether it existed.
+    ///
+    /// # Errors
+    /// The table could not be persisted (the change is kept in memory).
+    pub fn delete(&self, topic: &str) -> Result<bool, ConfigFileError> {
+        let result = {
+            let mut table = self.table.write();
+            if table.topic_config_table.remove(topic).is_none() {
+                return Ok(false);
+            }
+            info!(topic, "topic deleted");
+            table.data_version.next_version(now_ms());
+            persist::save(&self.path, &*table)
+        };
+        self.changed.notify_one();
+        result.map(|()| true)
+    }
+
+    /// Marks exactly the topics named in the name server's ORDER_TOPIC_CONFIG as ordered.
+    pub fn update_order_topics(&self, ordered: &[String]) {
+        let mut table = self.table.write();
+        let mut changed = false;
+        for (name, config) in &mut table.topic_config_table {
+            let order = ordered.iter().any(|t| t == name);
+            if config.order != order {
+                config.order = order;
+                changed = true;
+            }
+        }
+        if changed {
+            table.data_version.next_version(now_ms());
+            self.persist_locked(&table);
+        }
+    }
+
+    /// Replaces the whole table with the master's (slaves, every sync).
+    pub fn replace_from_master(&self, master: TopicConfigSerializeWrapper) {
+        let mut table = self.table.write();
+        if table.data_version == master.data_version {
+            return;
+        }
+        *table = master;
+        self.persist_locked(&table);
+    }
+
+    /// Writes topics.json.
+    ///
+    /// # Errors
+    /// The file could not be written.
+    pub fn persist(&self) -> Result<(), ConfigFileError> {
+        persist::save(&self.path, &*self.table.read())
+    }
+
+    fn persist_locked(&self, table: &TopicConfigSerializeWrapper) {
+        if let Err(e) = persist::save(&self.path, table) {
+            error!(error = %e, "cannot persist topics.json");
+        }
+    }
+}
+
+/// The topics every broker has (`TopicConfigManager`'s constructor in 4.9.8).
+fn system_topics(config: &BrokerConfig) -> Vec<TopicConfig> {
+    let mut topics = vec![TopicConfig::new(system::SELF_TEST_TOPIC, 1)];
+    if config.auto_create_topic_enable {
+        let mut tbw = TopicConfig::new(system::AUTO_CREATE_TOPIC_KEY, config.default_topic_queue_nums);
+        tbw.perm = perm::INHERIT | perm::READ | perm::WRITE;
+        topics.push(tbw);
+    }
+    topics.push(TopicConfig::new(system::BENCHMARK_TOPIC, 1024));
+    let rw_if = |enabled: bool| perm::INHERIT | if enabled { perm::READ | perm::WRITE } else { 0 };
+    let mut cluster = TopicConfig {
+        topic_name: config.broker_cluster_name.clone(),
+        ..TopicConfig::default()
+    };
+    cluster.perm = rw_if(config.cluster_topic_enable);
+    topics.push(cluster);
+    let mut broker = TopicConfig::new(config.broker_name.clone(), 1);
+    broker.perm = rw_if(config.broker_topic_enable);
+    topics.push(broker);
+    topics.push(TopicConfig::new(system::OFFSET_MOVED_EVENT, 1));
+    topics.push(TopicConfig::new(system::SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM));
+    if config.trace_topic_enable {
+        topics.push(TopicConfig::new(config.msg_trace_topic_name.clone(), 1));
+    }
+    topics.push(TopicConfig::new(
+        format!("{}_{}", config.broker_cluster_name, system::REPLY_TOPIC_POSTFIX),
+        1,
+    ));
+    topics
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manager(dir: &tempfile::TempDir, config: &BrokerConfig) -> TopicConfigManager {
+        TopicConfigManager::load(config, dir.path().join("config/topics.json")).unwrap()
+    }
+
+    fn config() -> BrokerConfig {
+        BrokerConfig {
+            broker_name: "broker-a".into(),
+            ..BrokerConfig::default()
+        }
+    }
+
+    #[test]
+    fn system_topics_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(&dir, &config());
+        let tbw = m.select("TBW102").unwrap();
+        assert_eq!((tbw.perm, tbw.write_queue_nums), (7, 8));
+        assert_eq!(m.select("SCHEDULE_TOPIC_XXXX").unwrap().read_queue_nums, 18);
+        assert_eq!(m.select("broker-a").unwrap().perm, 7);
+        assert_eq!(m.select("DefaultCluster").unwrap().read_queue_nums, 16);
+        assert!(m.select("DefaultCluster_REPLY_TOPIC").is_some());
+        assert!(m.select("BenchmarkTest").is_some());
+    }
+
+    #[test]
+    fn auto_create_inherits_from_tbw102_and_persists() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(&dir, &config());
+        let v0 = m.data_version();
+        let (created, new) = m.create_in_send("T1", "TBW102", "1.2.3.4:5", 4, 0);
+        let created = created.unwrap();
+        assert!(new);
+        assert_eq!((created.read_queue_nums, created.write_queue_nums, created.perm), (4, 4, 6));
+        assert_ne!(m.data_version(), v0);
+        let (again, new) = m.create_in_send("T1", "TBW102", "x", 16, 0);
+        assert!(!new);
+        assert_eq!(again.unwrap().write_queue_nums, 4);
+        // More queues than the template has are capped.
+        assert_eq!(m.create_in_send("T2", "TBW102", "x", 64, 0).0.unwrap().write_queue_nums, 8);
+        // A template that cannot be inherited creates nothing.
+        assert_eq!(m.create_in_send("T3", "T1", "x", 4, 0), (None, false));
+        assert_eq!(m.create_in_send("T4", "NoSuch", "x", 4, 0), (None, false));
+
+        let reloaded = manager(&dir, &config());
+        assert_eq!(reloaded.select("T1"), m.select("T1"));
+        assert_eq!(reloaded.data_version(), m.data_version());
+    }
+
+    #[test]
+    fn auto_create_off_means_no_inheritance() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = BrokerConfig {
+            auto_create_topic_enable: false,
+            ..config()
+        };
+        let m = manager(&dir, &cfg);
+        assert!(m.select("TBW102").is_none());
+        assert_eq!(m.create_in_send("T1", "TBW102", "x", 4, 0), (None, false));
+    }
+
+    #[test]
+    fn update_delete_and_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(&dir, &config());
+        m.update(TopicConfig::new("A", 2)).unwrap();
+        m.update(TopicConfig::new("B", 2)).unwrap();
+        m.update_order_topics(&["B".to_owned()]);
+        assert!(m.select("B").unwrap().order);
+        assert!(!m.select("A").unwrap().order);
+        assert!(m.delete("A").unwrap());
+        assert!(!m.delete("A").unwrap());
+        let reloaded = manager(&dir, &config());
+        assert!(reloaded.select("A").is_none());
+        assert!(reloaded.select("B").unwrap().order);
+        let retry = m.create_in_send_back("%RETRY%g", 1, 6, 0);
+        assert_eq!(retry.write_queue_nums, 1);
+    }
+}
