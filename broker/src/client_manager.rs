@@ -9,7 +9,9 @@ use std::collections::{BTreeMap, HashMap};
 
 use parking_lot::RwLock;
 use remoting::protocol::broker::NotifyConsumerIdsChangedRequestHeader;
-use remoting::protocol::heartbeat::{ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData};
+use remoting::protocol::heartbeat::{
+    ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData,
+};
 use remoting::{Channel, LanguageCode, RemotingCommand, RequestCode};
 use tracing::{debug, info, warn};
 
@@ -51,13 +53,23 @@ impl ConsumerGroupInfo {
     /// Client ids of the group's channels.
     #[must_use]
     pub fn client_ids(&self) -> Vec<String> {
-        let mut ids: Vec<String> = self.channels.values().map(|c| c.client_id.clone()).collect();
+        let mut ids: Vec<String> = self
+            .channels
+            .values()
+            .map(|c| c.client_id.clone())
+            .collect();
         ids.sort();
         ids
     }
 
     /// Registers or refreshes a channel; true when it is new.
-    fn update_channel(&mut self, info: ClientChannelInfo, ct: ConsumeType, mm: MessageModel, cfw: ConsumeFromWhere) -> bool {
+    fn update_channel(
+        &mut self,
+        info: ClientChannelInfo,
+        ct: ConsumeType,
+        mm: MessageModel,
+        cfw: ConsumeFromWhere,
+    ) -> bool {
         self.consume_type = ct;
         self.message_model = mm;
         self.consume_from_where = cfw;
@@ -81,7 +93,8 @@ impl ConsumerGroupInfo {
             }
         }
         let before = self.subscriptions.len();
-        self.subscriptions.retain(|topic, _| subs.iter().any(|s| &s.topic == topic));
+        self.subscriptions
+            .retain(|topic, _| subs.iter().any(|s| &s.topic == topic));
         changed || self.subscriptions.len() != before
     }
 }
@@ -117,15 +130,22 @@ impl ConsumerManager {
     pub fn register(&self, reg: ConsumerRegistration<'_>) -> bool {
         let (changed, channels) = {
             let mut groups = self.groups.write();
-            let info = groups.entry(reg.group.to_owned()).or_insert_with(|| ConsumerGroupInfo {
-                channels: HashMap::new(),
-                subscriptions: BTreeMap::new(),
-                consume_type: reg.consume_type,
-                message_model: reg.message_model,
-                consume_from_where: reg.consume_from_where,
-                last_update: reg.client.last_update,
-            });
-            let r1 = info.update_channel(reg.client, reg.consume_type, reg.message_model, reg.consume_from_where);
+            let info = groups
+                .entry(reg.group.to_owned())
+                .or_insert_with(|| ConsumerGroupInfo {
+                    channels: HashMap::new(),
+                    subscriptions: BTreeMap::new(),
+                    consume_type: reg.consume_type,
+                    message_model: reg.message_model,
+                    consume_from_where: reg.consume_from_where,
+                    last_update: reg.client.last_update,
+                });
+            let r1 = info.update_channel(
+                reg.client,
+                reg.consume_type,
+                reg.message_model,
+                reg.consume_from_where,
+            );
             let r2 = info.update_subscriptions(reg.subscriptions);
             (r1 || r2, channels_of(info))
         };
@@ -142,7 +162,9 @@ impl ConsumerManager {
     pub fn unregister(&self, group: &str, channel: &Channel, notify: bool) {
         let remaining = {
             let mut groups = self.groups.write();
-            let Some(info) = groups.get_mut(group) else { return };
+            let Some(info) = groups.get_mut(group) else {
+                return;
+            };
             if info.channels.remove(&channel.id()).is_none() {
                 return;
             }
@@ -207,7 +229,12 @@ impl ConsumerManager {
     /// The registered subscription of `group` to `topic`.
     #[must_use]
     pub fn subscription(&self, group: &str, topic: &str) -> Option<SubscriptionData> {
-        self.groups.read().get(group)?.subscriptions.get(topic).cloned()
+        self.groups
+            .read()
+            .get(group)?
+            .subscriptions
+            .get(topic)
+            .cloned()
     }
 
     /// The channel of `client_id` in `group`.
@@ -337,7 +364,12 @@ impl ProducerManager {
 mod tests {
     use super::*;
 
-    fn client(id: &str) -> (ClientChannelInfo, tokio::sync::mpsc::UnboundedReceiver<RemotingCommand>) {
+    fn client(
+        id: &str,
+    ) -> (
+        ClientChannelInfo,
+        tokio::sync::mpsc::UnboundedReceiver<RemotingCommand>,
+    ) {
         let (channel, rx) = Channel::detached("127.0.0.1:1".parse().unwrap());
         (
             ClientChannelInfo {
@@ -351,7 +383,11 @@ mod tests {
         )
     }
 
-    fn reg<'a>(group: &'a str, c: &ClientChannelInfo, subs: &'a [SubscriptionData]) -> ConsumerRegistration<'a> {
+    fn reg<'a>(
+        group: &'a str,
+        c: &ClientChannelInfo,
+        subs: &'a [SubscriptionData],
+    ) -> ConsumerRegistration<'a> {
         ConsumerRegistration {
             group,
             client: c.clone(),
@@ -370,7 +406,10 @@ mod tests {
         let (a, mut rx_a) = client("a");
         let (b, mut rx_b) = client("b");
         assert!(m.register(reg("g", &a, &subs)));
-        assert_eq!(rx_a.try_recv().unwrap().code(), RequestCode::NotifyConsumerIdsChanged.code());
+        assert_eq!(
+            rx_a.try_recv().unwrap().code(),
+            RequestCode::NotifyConsumerIdsChanged.code()
+        );
         // Same heartbeat again: nothing changes, nobody is told.
         assert!(!m.register(reg("g", &a, &subs)));
         assert!(rx_a.try_recv().is_err());

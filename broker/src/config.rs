@@ -9,7 +9,10 @@ use serde::{Deserialize, Serialize};
 
 /// Master or slave, sync or async replication (`brokerRole`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
-#[allow(non_camel_case_types, reason = "spelled as RocketMQ spells them in broker.conf")]
+#[allow(
+    non_camel_case_types,
+    reason = "spelled as RocketMQ spells them in broker.conf"
+)]
 pub enum BrokerRole {
     /// Master; puts return once stored locally (replication is asynchronous).
     #[default]
@@ -41,7 +44,10 @@ impl BrokerRole {
 /// The broker's settings. Defaults are RocketMQ 4.9.8's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
-#[allow(clippy::struct_excessive_bools, reason = "mirrors RocketMQ's BrokerConfig one to one")]
+#[allow(
+    clippy::struct_excessive_bools,
+    reason = "mirrors RocketMQ's BrokerConfig one to one"
+)]
 pub struct BrokerConfig {
     /// `;`-separated name server addresses (also `-n`, env `NAMESRV_ADDR`).
     pub namesrv_addr: Option<String>,
@@ -132,7 +138,8 @@ pub struct BrokerConfig {
 }
 
 /// RocketMQ's default delay levels.
-pub const DEFAULT_MESSAGE_DELAY_LEVEL: &str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
+pub const DEFAULT_MESSAGE_DELAY_LEVEL: &str =
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
 impl Default for BrokerConfig {
     fn default() -> Self {
@@ -270,14 +277,17 @@ impl BrokerConfig {
         match self.broker_role {
             BrokerRole::ASYNC_MASTER | BrokerRole::SYNC_MASTER => self.broker_id = 0,
             BrokerRole::SLAVE if self.broker_id <= 0 => {
-                return Err(ConfigError::Invalid("a SLAVE's brokerId must be > 0".into()));
+                return Err(ConfigError::Invalid(
+                    "a SLAVE's brokerId must be > 0".into(),
+                ));
             }
             BrokerRole::SLAVE => {}
         }
         self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);
         if let Some(ip) = &self.broker_ip1 {
-            ip.parse::<IpAddr>()
-                .map_err(|_| ConfigError::Invalid(format!("brokerIP1 '{ip}' is not an IP address")))?;
+            ip.parse::<IpAddr>().map_err(|_| {
+                ConfigError::Invalid(format!("brokerIP1 '{ip}' is not an IP address"))
+            })?;
         }
         crate::schedule::parse_delay_levels(&self.message_delay_level)
             .map_err(|e| ConfigError::Invalid(format!("messageDelayLevel: {e}")))?;
@@ -305,7 +315,8 @@ impl BrokerConfig {
     /// The HA port: `haListenPort`, or listenPort + 1.
     #[must_use]
     pub fn ha_listen_port(&self, listen_port: u16) -> u16 {
-        self.ha_listen_port.unwrap_or_else(|| listen_port.saturating_add(1))
+        self.ha_listen_port
+            .unwrap_or_else(|| listen_port.saturating_add(1))
     }
 
     /// Name server addresses.
@@ -322,7 +333,11 @@ fn default_broker_name() -> String {
     std::env::var("HOSTNAME")
         .ok()
         .filter(|h| !h.is_empty())
-        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+        .or_else(|| {
+            std::fs::read_to_string("/etc/hostname")
+                .ok()
+                .map(|h| h.trim().to_owned())
+        })
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| "broker-a".into())
 }
@@ -363,7 +378,10 @@ mod tests {
         assert_eq!(cfg.broker_addr(cfg.listen_port), "127.0.0.1:20911");
         assert_eq!(cfg.ha_listen_port(cfg.listen_port), 20912);
         // Store keys are read by the store's config.
-        assert_eq!(settings.unknown_keys(), vec!["deleteWhen", "fileReservedTime", "flushDiskType"]);
+        assert_eq!(
+            settings.unknown_keys(),
+            vec!["deleteWhen", "fileReservedTime", "flushDiskType"]
+        );
     }
 
     #[test]

@@ -58,13 +58,20 @@ impl ConsumerOffsetManager {
     /// The committed offset, if any.
     #[must_use]
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
-        self.table.read().get(&key(topic, group)).and_then(|q| q.get(&queue_id).copied())
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .and_then(|q| q.get(&queue_id).copied())
     }
 
     /// All committed offsets of `group` on `topic`.
     #[must_use]
     pub fn query_topic(&self, group: &str, topic: &str) -> BTreeMap<i32, i64> {
-        self.table.read().get(&key(topic, group)).cloned().unwrap_or_default()
+        self.table
+            .read()
+            .get(&key(topic, group))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Topics `group` has offsets for.
@@ -106,7 +113,10 @@ impl ConsumerOffsetManager {
     pub fn remove_group(&self, group: &str) {
         let mut table = self.table.write();
         let before = table.len();
-        table.retain(|k, _| k.split_once(TOPIC_GROUP_SEPARATOR).is_none_or(|(_, g)| g != group));
+        table.retain(|k, _| {
+            k.split_once(TOPIC_GROUP_SEPARATOR)
+                .is_none_or(|(_, g)| g != group)
+        });
         if table.len() != before {
             self.dirty.store(true, Ordering::Release);
         }

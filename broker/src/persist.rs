@@ -28,7 +28,9 @@ pub fn config_path(store_root: &Path, name: &str) -> PathBuf {
 /// # Errors
 /// A file exists but neither it nor its `.bak` parses.
 pub fn load<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, ConfigFileError> {
-    config_file::read_with_backup(path, |bytes| fastjson::from_slice::<T>(bytes).map_err(|e| e.to_string()))
+    config_file::read_with_backup(path, |bytes| {
+        fastjson::from_slice::<T>(bytes).map_err(|e| e.to_string())
+    })
 }
 
 /// Writes a table atomically in fastjson's form.
@@ -36,9 +38,10 @@ pub fn load<T: DeserializeOwned>(path: &Path) -> Result<Option<T>, ConfigFileErr
 /// # Errors
 /// Serialisation or any I/O step failed; the previous file is then unchanged.
 pub fn save<T: Serialize>(path: &Path, value: &T) -> Result<(), ConfigFileError> {
-    let bytes = fastjson::to_vec(value, KeyStyle::Fastjson).map_err(|e| ConfigFileError::Corrupt {
-        path: path.to_owned(),
-        reason: e.to_string(),
-    })?;
+    let bytes =
+        fastjson::to_vec(value, KeyStyle::Fastjson).map_err(|e| ConfigFileError::Corrupt {
+            path: path.to_owned(),
+            reason: e.to_string(),
+        })?;
     config_file::write_atomic(path, &bytes)
 }

@@ -43,7 +43,12 @@ impl RebalanceLockManager {
 
     /// Locks (or renews) every queue that is free, expired, or already `client_id`'s;
     /// returns the queues `client_id` now holds.
-    pub fn try_lock_batch(&self, group: &str, mqs: &BTreeSet<MessageQueue>, client_id: &str) -> BTreeSet<MessageQueue> {
+    pub fn try_lock_batch(
+        &self,
+        group: &str,
+        mqs: &BTreeSet<MessageQueue>,
+        client_id: &str,
+    ) -> BTreeSet<MessageQueue> {
         let now = now_ms();
         let mut locks = self.locks.lock();
         let table = locks.entry(group.to_owned()).or_default();
@@ -109,12 +114,19 @@ mod tests {
         let m = RebalanceLockManager::default();
         assert_eq!(m.try_lock_batch("g", &mqs(&[0, 1]), "c1").len(), 2);
         assert_eq!(m.try_lock_batch("g", &mqs(&[1, 2]), "c2"), mqs(&[2]));
-        assert_eq!(m.try_lock_batch("g", &mqs(&[0, 1]), "c1").len(), 2, "renewal");
+        assert_eq!(
+            m.try_lock_batch("g", &mqs(&[0, 1]), "c1").len(),
+            2,
+            "renewal"
+        );
         // Another group is independent.
         assert_eq!(m.try_lock_batch("h", &mqs(&[0]), "c2").len(), 1);
         m.unlock_batch("g", &mqs(&[0, 2]), "c1");
         assert!(!m.is_locked("g", &mqs(&[0]).pop_first().unwrap(), "c1"));
-        assert!(m.is_locked("g", &mqs(&[2]).pop_first().unwrap(), "c2"), "c1 cannot unlock c2's queue");
+        assert!(
+            m.is_locked("g", &mqs(&[2]).pop_first().unwrap(), "c2"),
+            "c1 cannot unlock c2's queue"
+        );
     }
 
     #[test]

@@ -97,7 +97,11 @@ impl NamesrvClient {
     }
 
     /// Registers with every name server at once; returns the first good answer.
-    pub async fn register(&self, id: &Identity, topics: TopicConfigSerializeWrapper) -> Option<Registered> {
+    pub async fn register(
+        &self,
+        id: &Identity,
+        topics: TopicConfigSerializeWrapper,
+    ) -> Option<Registered> {
         let body = match registration_body(id, topics).encode(id.compressed) {
             Ok(b) => b,
             Err(e) => {
@@ -119,7 +123,8 @@ impl NamesrvClient {
         };
         let addrs = self.addrs();
         let calls = addrs.iter().map(|addr| {
-            let request = RemotingCommand::request_with(RequestCode::RegisterBroker, &header).with_body(body.clone());
+            let request = RemotingCommand::request_with(RequestCode::RegisterBroker, &header)
+                .with_body(body.clone());
             async move { (addr, self.client.invoke(addr, request, self.timeout).await) }
         });
         let mut first = None;
@@ -131,13 +136,16 @@ impl NamesrvClient {
                         first = Some(parse_registered(&resp));
                     }
                 }
-                Ok(resp) => warn!(namesrv = %addr, code = resp.code(), remark = ?resp.remark(), "registration refused"),
+                Ok(resp) => {
+                    warn!(namesrv = %addr, code = resp.code(), remark = ?resp.remark(), "registration refused")
+                }
                 Err(e) => warn!(namesrv = %addr, error = %e, "registration failed"),
             }
         }
         if let Some(reg) = &first {
             let mut last = self.last.write();
-            let master_moved = last.master_addr != reg.master_addr || last.ha_server_addr != reg.ha_server_addr;
+            let master_moved =
+                last.master_addr != reg.master_addr || last.ha_server_addr != reg.ha_server_addr;
             *last = reg.clone();
             drop(last);
             if master_moved {
@@ -185,7 +193,9 @@ fn registration_body(id: &Identity, mut topics: TopicConfigSerializeWrapper) -> 
 }
 
 fn parse_registered(resp: &RemotingCommand) -> Registered {
-    let header = resp.decode_header::<RegisterBrokerResponseHeader>().unwrap_or_default();
+    let header = resp
+        .decode_header::<RegisterBrokerResponseHeader>()
+        .unwrap_or_default();
     let body = resp.body.to_bytes();
     let order_topics = if body.is_empty() {
         Vec::new()

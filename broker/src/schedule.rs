@@ -18,7 +18,9 @@ pub fn parse_delay_levels(text: &str) -> Result<Vec<Duration>, DelayLevelError> 
         .split_whitespace()
         .map(|token| {
             let split = token.len().saturating_sub(1);
-            let (num, unit) = token.split_at_checked(split).ok_or_else(|| DelayLevelError(token.to_owned()))?;
+            let (num, unit) = token
+                .split_at_checked(split)
+                .ok_or_else(|| DelayLevelError(token.to_owned()))?;
             let n: u64 = num.parse().map_err(|_| DelayLevelError(token.to_owned()))?;
             let secs = match unit {
                 "s" => 1,
@@ -47,7 +49,10 @@ mod tests {
         assert_eq!(levels[0], Duration::from_secs(1));
         assert_eq!(levels[2], Duration::from_secs(10));
         assert_eq!(levels[17], Duration::from_secs(7200));
-        assert_eq!(parse_delay_levels("1d").unwrap()[0], Duration::from_secs(86_400));
+        assert_eq!(
+            parse_delay_levels("1d").unwrap()[0],
+            Duration::from_secs(86_400)
+        );
         for bad in ["", "1", "1x", "s", "-1s", "1.5s"] {
             assert!(parse_delay_levels(bad).is_err(), "{bad}");
         }

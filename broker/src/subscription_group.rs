@@ -55,7 +55,9 @@ impl SubscriptionGroupManager {
         }
         if let Some(stored) = persist::load::<SubscriptionGroupWrapper>(&path)? {
             info!(file = %path.display(), groups = stored.subscription_group_table.len(), "loaded subscription groups");
-            wrapper.subscription_group_table.extend(stored.subscription_group_table);
+            wrapper
+                .subscription_group_table
+                .extend(stored.subscription_group_table);
             wrapper.forbidden_table = stored.forbidden_table;
             wrapper.data_version = stored.data_version;
         }
@@ -92,7 +94,11 @@ impl SubscriptionGroupManager {
     /// The config of `group`, if it exists.
     #[must_use]
     pub fn find(&self, group: &str) -> Option<SubscriptionGroupConfig> {
-        self.table.read().subscription_group_table.get(group).cloned()
+        self.table
+            .read()
+            .subscription_group_table
+            .get(group)
+            .cloned()
     }
 
     /// Creates or replaces a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).
@@ -102,7 +108,9 @@ impl SubscriptionGroupManager {
     pub fn update(&self, config: SubscriptionGroupConfig) -> Result<(), ConfigFileError> {
         let mut table = self.table.write();
         info!(group = %config.group_name, "subscription group updated");
-        table.subscription_group_table.insert(config.group_name.clone(), config);
+        table
+            .subscription_group_table
+            .insert(config.group_name.clone(), config);
         table.data_version.next_version(now_ms());
         persist::save(&self.path, &*table)
     }

@@ -47,7 +47,9 @@ impl TopicConfigManager {
             data_version: DataVersion::new(now_ms()),
         };
         for topic in system_topics(config) {
-            wrapper.topic_config_table.insert(topic.topic_name.clone(), topic);
+            wrapper
+                .topic_config_table
+                .insert(topic.topic_name.clone(), topic);
         }
         if let Some(stored) = persist::load::<TopicConfigSerializeWrapper>(&path)? {
             info!(file = %path.display(), topics = stored.topic_config_table.len(), "loaded topics");
@@ -95,7 +97,12 @@ impl TopicConfigManager {
     /// Topic names.
     #[must_use]
     pub fn topic_names(&self) -> Vec<String> {
-        self.table.read().topic_config_table.keys().cloned().collect()
+        self.table
+            .read()
+            .topic_config_table
+            .keys()
+            .cloned()
+            .collect()
     }
 
     /// Creates `topic` on its first send from the template `default_topic` (normally
@@ -116,7 +123,10 @@ impl TopicConfigManager {
                 return (Some(existing.clone()), false);
             }
             let Some(template) = table.topic_config_table.get(default_topic).cloned() else {
-                warn!(topic, default_topic, remote, "create topic: the default topic does not exist");
+                warn!(
+                    topic,
+                    default_topic, remote, "create topic: the default topic does not exist"
+                );
                 return (None, false);
             };
             let mut template_perm = template.perm;
@@ -124,10 +134,18 @@ impl TopicConfigManager {
                 template_perm = perm::READ | perm::WRITE;
             }
             if !perm::is_inherited(template_perm) {
-                warn!(topic, default_topic, perm = template_perm, remote, "create topic: the default topic cannot be inherited");
+                warn!(
+                    topic,
+                    default_topic,
+                    perm = template_perm,
+                    remote,
+                    "create topic: the default topic cannot be inherited"
+                );
                 return (None, false);
             }
-            let queues = client_default_queue_nums.min(template.write_queue_nums).max(0);
+            let queues = client_default_queue_nums
+                .min(template.write_queue_nums)
+                .max(0);
             let config = TopicConfig {
                 topic_name: topic.to_owned(),
                 read_queue_nums: queues,
@@ -137,8 +155,13 @@ impl TopicConfigManager {
                 topic_sys_flag,
                 ..TopicConfig::default()
             };
-            info!(topic, default_topic, queues, remote, "auto-created topic on send");
-            table.topic_config_table.insert(topic.to_owned(), config.clone());
+            info!(
+                topic,
+                default_topic, queues, remote, "auto-created topic on send"
+            );
+            table
+                .topic_config_table
+                .insert(topic.to_owned(), config.clone());
             table.data_version.next_version(now_ms());
             self.persist_locked(&table);
             config
@@ -148,7 +171,13 @@ impl TopicConfigManager {
     }
 
     /// Creates a retry or DLQ topic (send-back, heartbeat) if missing.
-    pub fn create_in_send_back(&self, topic: &str, queue_nums: i32, perm: i32, topic_sys_flag: i32) -> TopicConfig {
+    pub fn create_in_send_back(
+        &self,
+        topic: &str,
+        queue_nums: i32,
+        perm: i32,
+        topic_sys_flag: i32,
+    ) -> TopicConfig {
         if let Some(existing) = self.select(topic) {
             return existing;
         }
@@ -166,7 +195,9 @@ impl TopicConfigManager {
                 ..TopicConfig::default()
             };
             info!(topic, queue_nums, "created topic");
-            table.topic_config_table.insert(topic.to_owned(), config.clone());
+            table
+                .topic_config_table
+                .insert(topic.to_owned(), config.clone());
             table.data_version.next_version(now_ms());
             self.persist_locked(&table);
             config
@@ -182,7 +213,9 @@ impl TopicConfigManager {
     pub fn update(&self, config: TopicConfig) -> Result<(), ConfigFileError> {
         let result = {
             let mut table = self.table.write();
-            let old = table.topic_config_table.insert(config.topic_name.clone(), config.clone());
+            let old = table
+                .topic_config_table
+                .insert(config.topic_name.clone(), config.clone());
             info!(topic = %config.topic_name, new = old.is_none(), ?config, "topic config updated");
             table.data_version.next_version(now_ms());
             persist::save(&self.path, &*table)
@@ -255,7 +288,10 @@ impl TopicConfigManager {
 fn system_topics(config: &BrokerConfig) -> Vec<TopicConfig> {
     let mut topics = vec![TopicConfig::new(system::SELF_TEST_TOPIC, 1)];
     if config.auto_create_topic_enable {
-        let mut tbw = TopicConfig::new(system::AUTO_CREATE_TOPIC_KEY, config.default_topic_queue_nums);
+        let mut tbw = TopicConfig::new(
+            system::AUTO_CREATE_TOPIC_KEY,
+            config.default_topic_queue_nums,
+        );
         tbw.perm = perm::INHERIT | perm::READ | perm::WRITE;
         topics.push(tbw);
     }
@@ -271,12 +307,19 @@ fn system_topics(config: &BrokerConfig) -> Vec<TopicConfig> {
     broker.perm = rw_if(config.broker_topic_enable);
     topics.push(broker);
     topics.push(TopicConfig::new(system::OFFSET_MOVED_EVENT, 1));
-    topics.push(TopicConfig::new(system::SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUM));
+    topics.push(TopicConfig::new(
+        system::SCHEDULE_TOPIC,
+        SCHEDULE_TOPIC_QUEUE_NUM,
+    ));
     if config.trace_topic_enable {
         topics.push(TopicConfig::new(config.msg_trace_topic_name.clone(), 1));
     }
     topics.push(TopicConfig::new(
-        format!("{}_{}", config.broker_cluster_name, system::REPLY_TOPIC_POSTFIX),
+        format!(
+            "{}_{}",
+            config.broker_cluster_name,
+            system::REPLY_TOPIC_POSTFIX
+        ),
         1,
     ));
     topics
@@ -318,13 +361,26 @@ mod tests {
         let (created, new) = m.create_in_send("T1", "TBW102", "1.2.3.4:5", 4, 0);
         let created = created.unwrap();
         assert!(new);
-        assert_eq!((created.read_queue_nums, created.write_queue_nums, created.perm), (4, 4, 6));
+        assert_eq!(
+            (
+                created.read_queue_nums,
+                created.write_queue_nums,
+                created.perm
+            ),
+            (4, 4, 6)
+        );
         assert_ne!(m.data_version(), v0);
         let (again, new) = m.create_in_send("T1", "TBW102", "x", 16, 0);
         assert!(!new);
         assert_eq!(again.unwrap().write_queue_nums, 4);
         // More queues than the template has are capped.
-        assert_eq!(m.create_in_send("T2", "TBW102", "x", 64, 0).0.unwrap().write_queue_nums, 8);
+        assert_eq!(
+            m.create_in_send("T2", "TBW102", "x", 64, 0)
+                .0
+                .unwrap()
+                .write_queue_nums,
+            8
+        );
         // A template that cannot be inherited creates nothing.
         assert_eq!(m.create_in_send("T3", "T1", "x", 4, 0), (None, false));
         assert_eq!(m.create_in_send("T4", "NoSuch", "x", 4, 0), (None, false));

@@ -1,1 +1,30 @@
-//! tools (not yet built)
+//! `mqadmin` and `mqbench`: the operator CLI and the load generator, speaking RocketMQ's
+//! remoting protocol to name servers and brokers (ours or Apache RocketMQ's).
+//!
+//! Layout:
+//! - [`client`]: async client over `remoting::RemotingClient` — name server lookups with a
+//!   route cache, send / batch send / pull / query / view, consumer offsets.
+//! - [`admin`]: broker and name server admin calls, cluster lookups.
+//! - [`message`]: stored-message decoder (pull/query/view bodies), properties, message
+//!   ids (offset id, `UNIQ_KEY`), the client batch body.
+//! - [`mqadmin`]: the `mqadmin` sub commands, RocketMQ's names, flags and output.
+//! - [`mqbench`]: the `mqbench` producer and consumer benchmarks.
+//! - [`publish`]: writable queues of a topic, send headers and message properties.
+//! - [`time`]: the timestamp formats mqadmin prints and parses.
+//! - [`error`]: the error type, `ToolsError`.
+#![allow(
+    clippy::write_literal,
+    reason = "table headers keep Java's format strings: one padded column per argument"
+)]
+
+pub mod admin;
+pub mod client;
+pub mod error;
+pub mod message;
+pub mod mqadmin;
+pub mod mqbench;
+pub mod publish;
+pub mod time;
+
+pub use client::Client;
+pub use error::{Result, ToolsError};

@@ -3,18 +3,21 @@
 //! (QUERY_CONSUMER_OFFSET needs the store and lives with the store-backed handlers.)
 
 use remoting::protocol::broker::{
-    GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader, UpdateConsumerOffsetRequestHeader,
+    GetConsumerListByGroupRequestHeader, UnregisterClientRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use remoting::protocol::constants::{perm, system, topic_sys_flag};
 use remoting::protocol::heartbeat::{
-    CheckClientRequestBody, GetConsumerListByGroupResponseBody, HeartbeatData, LockBatchRequestBody,
-    LockBatchResponseBody,
+    CheckClientRequestBody, GetConsumerListByGroupResponseBody, HeartbeatData,
+    LockBatchRequestBody, LockBatchResponseBody,
 };
 use remoting::{Channel, RemotingCommand, ResponseCode, fastjson};
 use tracing::debug;
 
 use super::{Handled, Refusal, success};
-use crate::client_manager::{ClientChannelInfo, ConsumerManager, ConsumerRegistration, ProducerManager};
+use crate::client_manager::{
+    ClientChannelInfo, ConsumerManager, ConsumerRegistration, ProducerManager,
+};
 use crate::clock::now_ms;
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::rebalance_lock::RebalanceLockManager;
@@ -57,7 +60,11 @@ pub fn heartbeat(t: ClientTables<'_>, channel: &Channel, request: &RemotingComma
         let mut notify = true;
         if let Some(group) = t.groups.find_or_create(&consumer.group_name) {
             notify = group.notify_consumer_ids_changed_enable;
-            let sys_flag = if consumer.unit_mode { topic_sys_flag::UNIT_SUB } else { 0 };
+            let sys_flag = if consumer.unit_mode {
+                topic_sys_flag::UNIT_SUB
+            } else {
+                0
+            };
             t.topics.create_in_send_back(
                 &system::retry_topic(&consumer.group_name),
                 group.retry_queue_nums,
@@ -85,7 +92,11 @@ pub fn heartbeat(t: ClientTables<'_>, channel: &Channel, request: &RemotingComma
 }
 
 /// UNREGISTER_CLIENT.
-pub fn unregister_client(t: ClientTables<'_>, channel: &Channel, request: &RemotingCommand) -> Handled {
+pub fn unregister_client(
+    t: ClientTables<'_>,
+    channel: &Channel,
+    request: &RemotingCommand,
+) -> Handled {
     let header: UnregisterClientRequestHeader = request.decode_header()?;
     if let Some(group) = header.producer_group.as_deref().filter(|g| !g.is_empty()) {
         t.producers.unregister(group, channel);
@@ -105,10 +116,12 @@ pub fn unregister_client(t: ClientTables<'_>, channel: &Channel, request: &Remot
 pub fn check_client_config(request: &RemotingCommand) -> Handled {
     let body: CheckClientRequestBody = fastjson::from_slice(&body_bytes(request))?;
     match body.subscription_data {
-        Some(sub) if !sub.expression_type.eq_ignore_ascii_case("TAG") => Err(Refusal::system(format!(
-            "The broker does not support consumer to filter message by {}",
-            sub.expression_type
-        ))),
+        Some(sub) if !sub.expression_type.eq_ignore_ascii_case("TAG") => {
+            Err(Refusal::system(format!(
+                "The broker does not support consumer to filter message by {}",
+                sub.expression_type
+            )))
+        }
         _ => Ok(success()),
     }
 }
@@ -127,15 +140,21 @@ pub fn consumer_list(t: ClientTables<'_>, request: &RemotingCommand) -> Handled 
             header.consumer_group
         )));
     }
-    let body = GetConsumerListByGroupResponseBody { consumer_id_list: ids };
+    let body = GetConsumerListByGroupResponseBody {
+        consumer_id_list: ids,
+    };
     Ok(success().with_body(fastjson::to_vec(&body, fastjson::KeyStyle::Fastjson)?))
 }
 
 /// UPDATE_CONSUMER_OFFSET (usually oneway from push consumers every 5 s).
 pub fn update_consumer_offset(t: ClientTables<'_>, request: &RemotingCommand) -> Handled {
     let header: UpdateConsumerOffsetRequestHeader = request.decode_header()?;
-    t.offsets
-        .commit(&header.consumer_group, &header.topic, header.queue_id, header.commit_offset);
+    t.offsets.commit(
+        &header.consumer_group,
+        &header.topic,
+        header.queue_id,
+        header.commit_offset,
+    );
     Ok(success())
 }
 
@@ -146,21 +165,27 @@ pub fn lock_batch(t: ClientTables<'_>, request: &RemotingCommand) -> Handled {
     let locked = t
         .locks
         .try_lock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
-    let resp = LockBatchResponseBody { lock_ok_mq_set: locked };
+    let resp = LockBatchResponseBody {
+        lock_ok_mq_set: locked,
+    };
     Ok(success().with_body(fastjson::to_vec(&resp, fastjson::KeyStyle::Fastjson)?))
 }
 
 /// UNLOCK_BATCH_MQ.
 pub fn unlock_batch(t: ClientTables<'_>, request: &RemotingCommand) -> Handled {
     let body: LockBatchRequestBody = fastjson::from_slice(&body_bytes(request))?;
-    t.locks.unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
+    t.locks
+        .unlock_batch(&body.consumer_group, &body.mq_set, &body.client_id);
     Ok(success())
 }
 
 /// SYSTEM_ERROR naming a missing body, for codes that need one.
 #[must_use]
 pub fn missing_body(what: &str) -> Refusal {
-    Refusal::new(ResponseCode::SystemError, format!("{what}: request body is missing"))
+    Refusal::new(
+        ResponseCode::SystemError,
+        format!("{what}: request body is missing"),
+    )
 }
 
 #[cfg(test)]
@@ -213,23 +238,34 @@ mod tests {
     fn heartbeat_registers_group_and_retry_topic() {
         let f = Fixture::new();
         let (ch, _rx) = Channel::detached("127.0.0.1:7".parse().unwrap());
-        let req = RemotingCommand::request(RequestCode::HeartBeat).with_body(CPP_HEARTBEAT.to_vec());
+        let req =
+            RemotingCommand::request(RequestCode::HeartBeat).with_body(CPP_HEARTBEAT.to_vec());
         assert_eq!(heartbeat(f.t(), &ch, &req).unwrap().code(), 0);
-        assert_eq!(f.topics.select("%RETRY%g_stub").unwrap().write_queue_nums, 1);
+        assert_eq!(
+            f.topics.select("%RETRY%g_stub").unwrap().write_queue_nums,
+            1
+        );
         assert!(f.consumers.subscription("g_stub", "PeerTopic").is_some());
         let list = consumer_list(
             f.t(),
-            &RemotingCommand::request(RequestCode::GetConsumerListByGroup)
-                .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: "g_stub".into() }),
+            &RemotingCommand::request(RequestCode::GetConsumerListByGroup).with_header(
+                &GetConsumerListByGroupRequestHeader {
+                    consumer_group: "g_stub".into(),
+                },
+            ),
         )
         .unwrap();
-        let body: GetConsumerListByGroupResponseBody = fastjson::from_slice(&list.body.to_bytes()).unwrap();
+        let body: GetConsumerListByGroupResponseBody =
+            fastjson::from_slice(&list.body.to_bytes()).unwrap();
         assert_eq!(body.consumer_id_list, vec!["30664-127.0.0.1@DEFAULT"]);
 
         let unknown = consumer_list(
             f.t(),
-            &RemotingCommand::request(RequestCode::GetConsumerListByGroup)
-                .with_header(&GetConsumerListByGroupRequestHeader { consumer_group: "nobody".into() }),
+            &RemotingCommand::request(RequestCode::GetConsumerListByGroup).with_header(
+                &GetConsumerListByGroupRequestHeader {
+                    consumer_group: "nobody".into(),
+                },
+            ),
         )
         .unwrap_err();
         assert_eq!(unknown.remark, "no consumer for this group, nobody");
@@ -240,7 +276,10 @@ mod tests {
         let f = Fixture::new();
         let (ch, _rx) = Channel::detached("127.0.0.1:7".parse().unwrap());
         let req = RemotingCommand::request(RequestCode::HeartBeat).with_body(b"{not json".to_vec());
-        assert_eq!(heartbeat(f.t(), &ch, &req).unwrap_err().code, ResponseCode::SystemError);
+        assert_eq!(
+            heartbeat(f.t(), &ch, &req).unwrap_err().code,
+            ResponseCode::SystemError
+        );
         let req = RemotingCommand::request(RequestCode::UpdateConsumerOffset);
         let err = update_consumer_offset(f.t(), &req).unwrap_err();
         assert_eq!(err.remark, "the custom field <consumerGroup> is null");
@@ -250,7 +289,12 @@ mod tests {
     fn sql92_is_refused() {
         let body = br#"{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a > 1","expressionType":"SQL92","subVersion":1}}"#;
         let req = RemotingCommand::request(RequestCode::CheckClientConfig).with_body(body.to_vec());
-        assert!(check_client_config(&req).unwrap_err().remark.contains("SQL92"));
+        assert!(
+            check_client_config(&req)
+                .unwrap_err()
+                .remark
+                .contains("SQL92")
+        );
         let tag = br#"{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"*","expressionType":"TAG","subVersion":1}}"#;
         let req = RemotingCommand::request(RequestCode::CheckClientConfig).with_body(tag.to_vec());
         assert!(check_client_config(&req).is_ok());

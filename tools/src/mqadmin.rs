@@ -1,0 +1,464 @@
+//! `mqadmin`: RocketMQ's operator CLI, same sub command names, flags and (close to the
+//! byte) output, so operators' habits and grep patterns carry over. Unlike Java's
+//! `MQAdminStartup`, a failed command exits non-zero with one clear line on stderr.
+//!
+//! Layout:
+//! - `topic`: updateTopic, deleteTopic, topicList, topicRoute, topicStatus.
+//! - `cluster`: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig.
+//! - `consumer`: updateSubGroup, consumerProgress, resetOffsetByTime.
+//! - `message`: queryMsgById, queryMsgByKey, queryMsgByOffset, sendMessage, consumeMessage.
+//! - `format`: Java-compatible formatting (padding, `toString` shapes, fastjson pretty JSON).
+//!
+//! Every sub command is a clap struct with `async fn run(&self, ctx: &mut Ctx<'_>)`;
+//! output goes to `ctx.out` (stdout) and per-broker warnings to `ctx.err` (stderr), so
+//! tests run commands in-process against captured buffers.
+
+pub mod cluster;
+pub mod consumer;
+pub mod format;
+pub mod message;
+pub mod topic;
+
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::client::{Client, DEFAULT_TIMEOUT, parse_namesrv_list};
+use crate::error::{Result, ToolsError};
+
+/// `mqadmin` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mqadmin",
+    about = "RocketMQ-compatible admin tool for sluice (and Apache RocketMQ) clusters",
+    disable_version_flag = true
+)]
+pub struct Cli {
+    /// The sub command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Options every sub command takes.
+#[derive(Debug, Clone, Args)]
+pub struct Common {
+    /// Name server address list, e.g. '192.168.0.1:9876;192.168.0.2:9876'.
+    #[arg(short = 'n', long = "namesrvAddr", env = "NAMESRV_ADDR")]
+    pub namesrv: Option<String>,
+    /// Request timeout in milliseconds (sluice extension).
+    #[arg(long = "timeoutMillis", default_value_t = 5000)]
+    pub timeout_millis: u64,
+}
+
+/// The sub commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Update or create topic
+    #[command(name = "updateTopic")]
+    UpdateTopic(topic::UpdateTopic),
+    /// Delete topic from broker and NameServer.
+    #[command(name = "deleteTopic")]
+    DeleteTopic(topic::DeleteTopic),
+    /// Fetch all topic list from name server
+    #[command(name = "topicList")]
+    TopicList(topic::TopicList),
+    /// Examine topic route info
+    #[command(name = "topicRoute")]
+    TopicRoute(topic::TopicRoute),
+    /// Examine topic Status info
+    #[command(name = "topicStatus")]
+    TopicStatus(topic::TopicStatus),
+    /// List all of clusters
+    #[command(name = "clusterList")]
+    ClusterList(cluster::ClusterList),
+    /// Fetch broker runtime status data
+    #[command(name = "brokerStatus")]
+    BrokerStatus(cluster::BrokerStatus),
+    /// Get broker config by cluster or special broker
+    #[command(name = "getBrokerConfig")]
+    GetBrokerConfig(cluster::GetBrokerConfig),
+    /// Update broker's config
+    #[command(name = "updateBrokerConfig")]
+    UpdateBrokerConfig(cluster::UpdateBrokerConfig),
+    /// Update or create subscription group
+    #[command(name = "updateSubGroup")]
+    UpdateSubGroup(consumer::UpdateSubGroup),
+    /// Query consumers's progress, speed
+    #[command(name = "consumerProgress")]
+    ConsumerProgress(consumer::ConsumerProgress),
+    /// Reset consumer offset by timestamp(without client restart)
+    #[command(name = "resetOffsetByTime")]
+    ResetOffsetByTime(consumer::ResetOffsetByTime),
+    /// Query Message by Id
+    #[command(name = "queryMsgById")]
+    QueryMsgById(message::QueryMsgById),
+    /// Query Message by Key
+    #[command(name = "queryMsgByKey")]
+    QueryMsgByKey(message::QueryMsgByKey),
+    /// Query Message by offset
+    #[command(name = "queryMsgByOffset")]
+    QueryMsgByOffset(message::QueryMsgByOffset),
+    /// Send a message
+    #[command(name = "sendMessage")]
+    SendMessage(message::SendMessage),
+    /// Consume message
+    #[command(name = "consumeMessage")]
+    ConsumeMessage(message::ConsumeMessage),
+    /// Switch a broker between master and slave (not built yet: issue 6)
+    // TODO(#6): switchRole -b addr --role MASTER|SLAVE [--master addr]; sends the role
+    // switch admin request to the broker and waits for its re-registration.
+    #[command(name = "switchRole", hide = true)]
+    SwitchRole(SwitchRole),
+}
+
+/// Placeholder for the failover drill command of issue 6.
+#[derive(Debug, Args)]
+pub struct SwitchRole {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Arguments, accepted and ignored until the command exists.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub rest: Vec<String>,
+}
+
+/// What a running command writes to and talks through.
+pub struct Ctx<'a> {
+    /// The client (name servers from `-n` / `NAMESRV_ADDR`).
+    pub client: Client,
+    /// Standard output.
+    pub out: &'a mut dyn Write,
+    /// Standard error (warnings about single brokers).
+    pub err: &'a mut dyn Write,
+}
+
+impl std::fmt::Debug for Ctx<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Ctx")
+            .field("client", &self.client)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Command {
+    fn common(&self) -> &Common {
+        match self {
+            Command::UpdateTopic(c) => &c.common,
+            Command::DeleteTopic(c) => &c.common,
+            Command::TopicList(c) => &c.common,
+            Command::TopicRoute(c) => &c.common,
+            Command::TopicStatus(c) => &c.common,
+            Command::ClusterList(c) => &c.common,
+            Command::BrokerStatus(c) => &c.common,
+            Command::GetBrokerConfig(c) => &c.common,
+            Command::UpdateBrokerConfig(c) => &c.common,
+            Command::UpdateSubGroup(c) => &c.common,
+            Command::ConsumerProgress(c) => &c.common,
+            Command::ResetOffsetByTime(c) => &c.common,
+            Command::QueryMsgById(c) => &c.common,
+            Command::QueryMsgByKey(c) => &c.common,
+            Command::QueryMsgByOffset(c) => &c.common,
+            Command::SendMessage(c) => &c.common,
+            Command::ConsumeMessage(c) => &c.common,
+            Command::SwitchRole(c) => &c.common,
+        }
+    }
+
+    /// Runs the command.
+    ///
+    /// # Errors
+    /// Whatever the command reports; the caller prints it and exits non-zero.
+    pub async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        match self {
+            Command::UpdateTopic(c) => c.run(ctx).await,
+            Command::DeleteTopic(c) => c.run(ctx).await,
+            Command::TopicList(c) => c.run(ctx).await,
+            Command::TopicRoute(c) => c.run(ctx).await,
+            Command::TopicStatus(c) => c.run(ctx).await,
+            Command::ClusterList(c) => c.run(ctx).await,
+            Command::BrokerStatus(c) => c.run(ctx).await,
+            Command::GetBrokerConfig(c) => c.run(ctx).await,
+            Command::UpdateBrokerConfig(c) => c.run(ctx).await,
+            Command::UpdateSubGroup(c) => c.run(ctx).await,
+            Command::ConsumerProgress(c) => c.run(ctx).await,
+            Command::ResetOffsetByTime(c) => c.run(ctx).await,
+            Command::QueryMsgById(c) => c.run(ctx).await,
+            Command::QueryMsgByKey(c) => c.run(ctx).await,
+            Command::QueryMsgByOffset(c) => c.run(ctx).await,
+            Command::SendMessage(c) => c.run(ctx).await,
+            Command::ConsumeMessage(c) => c.run(ctx).await,
+            Command::SwitchRole(_) => Err(ToolsError::Usage(
+                "switchRole is not implemented yet (issue 6: HA and role switching)".to_owned(),
+            )),
+        }
+    }
+}
+
+/// Runs a parsed command line with the given output streams.
+///
+/// # Errors
+/// No name server, or the command's own failure.
+pub async fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<()> {
+    let common = cli.command.common();
+    let namesrv = common
+        .namesrv
+        .as_deref()
+        .map(parse_namesrv_list)
+        .unwrap_or_default();
+    let timeout = if common.timeout_millis == 0 {
+        DEFAULT_TIMEOUT
+    } else {
+        Duration::from_millis(common.timeout_millis)
+    };
+    let client = Client::new(namesrv, timeout);
+    let mut ctx = Ctx {
+        client: client.clone(),
+        out,
+        err,
+    };
+    let result = cli.command.run(&mut ctx).await;
+    ctx.out.flush()?;
+    client.shutdown();
+    result
+}
+
+/// The whole program: parse `args`, run on a small runtime, print the error, pick the
+/// exit code (0 ok, 1 failure, 2 usage).
+#[must_use]
+pub fn main_with<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mqadmin: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let mut stdout = std::io::stdout().lock();
+    let mut stderr = std::io::stderr();
+    let result = runtime.block_on(run(&cli, &mut stdout, &mut stderr));
+    drop(stdout);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(ToolsError::Usage(msg)) => {
+            eprintln!("mqadmin: {msg}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("mqadmin: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Java's `Boolean.parseBoolean` for options like `-o true`: `true` in any case is true,
+/// anything else false.
+///
+/// # Errors
+/// Never; the signature is clap's.
+#[allow(clippy::unnecessary_wraps, reason = "clap value parsers return Result")]
+pub fn java_bool(text: &str) -> std::result::Result<bool, String> {
+    Ok(text.trim().eq_ignore_ascii_case("true"))
+}
+
+/// Reports a per-broker failure on stderr, as Java prints a stack trace and goes on.
+pub(crate) fn warn(ctx: &mut Ctx<'_>, what: &str, e: &ToolsError) {
+    let _ = writeln!(ctx.err, "{what}: {e}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
+        Cli::try_parse_from(std::iter::once("mqadmin").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn cli_definition_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn java_style_flags() {
+        let cli = parse(&[
+            "updateTopic",
+            "-n",
+            "127.0.0.1:9876",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            "T",
+            "-r",
+            "4",
+            "-w",
+            "4",
+            "-p",
+            "6",
+            "-o",
+            "TRUE",
+        ])
+        .unwrap();
+        let Command::UpdateTopic(c) = cli.command else {
+            panic!("wrong command")
+        };
+        assert_eq!(c.common.namesrv.as_deref(), Some("127.0.0.1:9876"));
+        assert_eq!(
+            (c.read_queue_nums, c.write_queue_nums, c.perm, c.order),
+            (4, 4, 6, true)
+        );
+        assert_eq!(c.target.cluster_name.as_deref(), Some("DefaultCluster"));
+
+        // -b and -c are exclusive, one of them is required.
+        assert!(parse(&["updateTopic", "-t", "T"]).is_err());
+        assert!(parse(&["updateTopic", "-t", "T", "-b", "a:1", "-c", "C"]).is_err());
+        // Missing -t.
+        assert!(parse(&["topicRoute"]).is_err());
+        assert!(parse(&["noSuchCommand"]).is_err());
+        // Long names work too.
+        let cli = parse(&["topicRoute", "--topic", "T", "--namesrvAddr", "x:1"]).unwrap();
+        assert!(matches!(cli.command, Command::TopicRoute(ref t) if t.topic == "T"));
+    }
+
+    #[test]
+    fn every_documented_command_parses() {
+        for args in [
+            &["deleteTopic", "-t", "T", "-c", "C"][..],
+            &["topicList", "-c"],
+            &["topicRoute", "-t", "T", "-l"],
+            &["topicStatus", "-t", "T"],
+            &["clusterList", "-m", "-i", "2", "-c", "C"],
+            &["brokerStatus", "-b", "127.0.0.1:10911"],
+            &["getBrokerConfig", "-c", "C"],
+            &[
+                "updateBrokerConfig",
+                "-b",
+                "a:1",
+                "-k",
+                "flushDiskType",
+                "-v",
+                "SYNC_FLUSH",
+            ],
+            &[
+                "updateSubGroup",
+                "-c",
+                "C",
+                "-g",
+                "G",
+                "-s",
+                "true",
+                "-m",
+                "false",
+                "-d",
+                "true",
+                "-q",
+                "2",
+                "-r",
+                "3",
+                "-i",
+                "0",
+                "-w",
+                "1",
+                "-a",
+                "false",
+            ],
+            &["consumerProgress"],
+            &["consumerProgress", "-g", "G", "-s", "true"],
+            &[
+                "resetOffsetByTime",
+                "-g",
+                "G",
+                "-t",
+                "T",
+                "-s",
+                "now",
+                "-f",
+                "false",
+            ],
+            &["queryMsgById", "-i", "7F000001000051AF0000000000000000"],
+            &["queryMsgById", "-t", "T", "-i", "A,B", "-f", "UTF-8"],
+            &[
+                "queryMsgByKey",
+                "-t",
+                "T",
+                "-k",
+                "K",
+                "-b",
+                "0",
+                "-e",
+                "100",
+                "-m",
+                "10",
+            ],
+            &[
+                "queryMsgByOffset",
+                "-t",
+                "T",
+                "-b",
+                "broker-a",
+                "-i",
+                "0",
+                "-o",
+                "5",
+            ],
+            &[
+                "sendMessage",
+                "-t",
+                "T",
+                "-p",
+                "body",
+                "-k",
+                "K",
+                "-c",
+                "TagA",
+                "-b",
+                "broker-a",
+                "-i",
+                "1",
+            ],
+            &[
+                "consumeMessage",
+                "-t",
+                "T",
+                "-b",
+                "broker-a",
+                "-i",
+                "0",
+                "-o",
+                "3",
+                "-c",
+                "10",
+                "-s",
+                "1",
+                "-e",
+                "now",
+            ],
+        ] {
+            parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
+        }
+        assert!(parse(&["updateBrokerConfig", "-b", "a:1", "-k", "x"]).is_err());
+    }
+
+    #[test]
+    fn java_bool_semantics() {
+        assert_eq!(java_bool("True"), Ok(true));
+        assert_eq!(java_bool("yes"), Ok(false));
+    }
+}

@@ -1,0 +1,647 @@
+//! Message commands: queryMsgById, queryMsgByKey, queryMsgByOffset, sendMessage,
+//! consumeMessage.
+
+use std::collections::BTreeSet;
+
+use bytes::Bytes;
+use clap::Args;
+use remoting::protocol::broker::{PullMessageRequestHeader, QueryMessageRequestHeader};
+use remoting::protocol::constants::system::TOOLS_CONSUMER_GROUP;
+use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SUB_ALL};
+
+use super::format::{message_ext, print_message};
+use super::{Common, Ctx};
+use crate::admin::select_addr;
+use crate::client::{Client, PullStatus, pull_flag};
+use crate::error::{Result, ToolsError};
+use crate::message::id::now_millis;
+use crate::message::{OffsetMsgId, StoredMessage, UniqIdGenerator, decode_all};
+use crate::publish::{PublishQueue, message_properties, publish_queues, send_header};
+use crate::time::parse_timestamp_arg;
+
+/// Where Java's `queryMsgById` writes message bodies.
+pub const BODY_DIR: &str = "/tmp/rocketmq/msgbodys";
+
+/// QUERY_MESSAGE to one address per broker name of `topic`, merged and filtered as
+/// Java's `MQAdminImpl.queryMessage` does (key must be one of KEYS and the topic must
+/// match; for unique keys the msg id must equal the key).
+///
+/// # Errors
+/// No route; brokers that fail are skipped unless all fail.
+pub async fn query_message(
+    client: &Client,
+    topic: &str,
+    key: &str,
+    max_num: i32,
+    begin: i64,
+    end: i64,
+    unique_key: bool,
+) -> Result<Vec<(String, StoredMessage)>> {
+    let route = client.fetch_route(topic).await?;
+    let header = QueryMessageRequestHeader {
+        topic: topic.to_owned(),
+        key: key.to_owned(),
+        max_num,
+        begin_timestamp: begin,
+        end_timestamp: end,
+    };
+    let mut out = Vec::new();
+    let mut last_err = None;
+    let mut answered = 0;
+    for b in &route.broker_datas {
+        let Some(addr) = select_addr(b) else { continue };
+        match client.query_message(addr, &header, unique_key).await {
+            Ok(msgs) => {
+                answered += 1;
+                for m in msgs {
+                    let keep = if unique_key {
+                        m.msg_id() == key
+                    } else {
+                        m.topic == topic
+                            && m.keys().is_some_and(|ks| ks.split(' ').any(|k| k == key))
+                    };
+                    if keep {
+                        out.push((b.broker_name.clone(), m));
+                    }
+                }
+            }
+            Err(e) => last_err = Some(e),
+        }
+    }
+    match (answered, last_err) {
+        (0, Some(e)) => Err(e),
+        _ => Ok(out),
+    }
+}
+
+fn write_body(msg: &StoredMessage) -> String {
+    let path = format!("{BODY_DIR}/{}", msg.msg_id());
+    let result = std::fs::create_dir_all(BODY_DIR).and_then(|()| std::fs::write(&path, &msg.body));
+    match result {
+        Ok(()) => path,
+        Err(e) => format!("(not written: {path}: {e})"),
+    }
+}
+
+/// `queryMsgById`.
+#[derive(Debug, Args)]
+pub struct QueryMsgById {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Message id(s), comma separated: offset msg ids, or unique keys (with -t).
+    #[arg(short = 'i', long = "msgId")]
+    pub msg_id: String,
+    /// Topic (needed when the id is a unique key).
+    #[arg(short = 't', long = "topic")]
+    pub topic: Option<String>,
+    /// Print the message body in this charset (UTF-8 only).
+    #[arg(short = 'f', long = "bodyFormat")]
+    pub body_format: Option<String>,
+    /// Cluster name (accepted for compatibility).
+    #[arg(short = 'c', long = "cluster")]
+    pub cluster: Option<String>,
+    /// Consumer group (consume-directly; not supported).
+    #[arg(short = 'g', long = "consumerGroup")]
+    pub consumer_group: Option<String>,
+    /// Client id (consume-directly; not supported).
+    #[arg(short = 'd', long = "clientId")]
+    pub client_id: Option<String>,
+    /// Resend the message (not supported).
+    #[arg(short = 's', long = "sendMessage")]
+    pub send_message: Option<String>,
+}
+
+impl QueryMsgById {
+    /// Looks one id up: as an offset id on its broker, else as a unique key of `topic`.
+    async fn find(&self, client: &Client, id: &str) -> Result<StoredMessage> {
+        let topic = self.topic.as_deref().map(str::trim);
+        // A unique key also decodes as an offset id (both are 32 hex chars for IPv4), its
+        // "address" being the producer's IP and pid. Only ever connect to addresses the
+        // name server lists as brokers, never to whatever an id happens to contain.
+        let offset_err = match OffsetMsgId::decode(id) {
+            Ok(oid) => {
+                let addr = oid.addr.to_string();
+                let known = client.cluster_info().await.is_ok_and(|info| {
+                    info.broker_addr_table
+                        .values()
+                        .any(|b| b.broker_addrs.values().any(|a| *a == addr))
+                });
+                if known {
+                    match client.view_message(&addr, topic, oid.offset).await {
+                        Ok(m) => return Ok(m),
+                        Err(e) => e,
+                    }
+                } else {
+                    ToolsError::NotFound(format!(
+                        "{id} is not an offset msg id of a known broker ({addr} is not registered)"
+                    ))
+                }
+            }
+            Err(e) => ToolsError::from(e),
+        };
+        let Some(topic) = topic else {
+            return Err(offset_err);
+        };
+        tracing::debug!(id, error = %offset_err, "not an offset msg id, trying it as a unique key");
+        let found = query_message(client, topic, id, 32, 0, i64::MAX, true).await?;
+        found.into_iter().next().map(|(_, m)| m).ok_or_else(|| {
+            ToolsError::NotFound(format!(
+                "query message by id finished, but no message: {id}"
+            ))
+        })
+    }
+
+    pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        if self.consumer_group.is_some() || self.client_id.is_some() || self.send_message.is_some()
+        {
+            return Err(ToolsError::Usage(
+                "queryMsgById -g/-d (consume directly) and -s (resend) are not supported"
+                    .to_owned(),
+            ));
+        }
+        let ids: Vec<&str> = self
+            .msg_id
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .collect();
+        for id in ids {
+            let msg = self.find(&ctx.client, id).await?;
+            let path = write_body(&msg);
+            print_message(ctx.out, &msg, &path, self.body_format.is_some())?;
+        }
+        Ok(())
+    }
+}
+
+/// `queryMsgByKey`.
+#[derive(Debug, Args)]
+pub struct QueryMsgByKey {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Message key.
+    #[arg(short = 'k', long = "msgKey")]
+    pub key: String,
+    /// Begin timestamp (ms), default 0.
+    #[arg(short = 'b', long = "beginTimestamp", default_value_t = 0)]
+    pub begin: i64,
+    /// End timestamp (ms), default Long.MAX_VALUE.
+    #[arg(short = 'e', long = "endTimestamp", default_value_t = i64::MAX)]
+    pub end: i64,
+    /// Max messages returned, default 64.
+    #[arg(short = 'm', long = "maxNum", default_value_t = 64)]
+    pub max_num: i32,
+    /// Cluster name (accepted for compatibility).
+    #[arg(short = 'c', long = "cluster")]
+    pub cluster: Option<String>,
+}
+
+impl QueryMsgByKey {
+    pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        let found = query_message(
+            &ctx.client,
+            self.topic.trim(),
+            self.key.trim(),
+            self.max_num,
+            self.begin,
+            self.end,
+            false,
+        )
+        .await?;
+        if found.is_empty() {
+            return Err(ToolsError::NotFound(
+                "query message by key finished, but no message.".to_owned(),
+            ));
+        }
+        writeln!(
+            ctx.out,
+            "{:<50} {:>4} {:>40}",
+            "#Message ID", "#QID", "#Offset"
+        )?;
+        for (_, m) in &found {
+            writeln!(
+                ctx.out,
+                "{:<50} {:>4} {:>40}",
+                m.msg_id(),
+                m.queue_id,
+                m.queue_offset
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// A pull for tools: `TOOLS_CONSUMER`, subscription `*`, no suspend, no commit.
+async fn tool_pull(
+    client: &Client,
+    addr: &str,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max: i32,
+) -> Result<crate::client::PullResult> {
+    let header = PullMessageRequestHeader {
+        consumer_group: group.to_owned(),
+        topic: topic.to_owned(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: max,
+        sys_flag: pull_flag::SUBSCRIPTION,
+        commit_offset: 0,
+        suspend_timeout_millis: 0,
+        subscription: Some(SUB_ALL.to_owned()),
+        sub_version: 0,
+        expression_type: Some(EXPRESSION_TYPE_TAG.to_owned()),
+        ..PullMessageRequestHeader::default()
+    };
+    client.pull(addr, &header, client.timeout() * 2).await
+}
+
+/// The master (else any) address of `broker_name` in `topic`'s route.
+async fn broker_addr(client: &Client, topic: &str, broker_name: &str) -> Result<String> {
+    let route = client.fetch_route(topic).await?;
+    route
+        .broker_datas
+        .iter()
+        .find(|b| b.broker_name == broker_name)
+        .and_then(select_addr)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolsError::NoBroker {
+            broker_name: broker_name.to_owned(),
+        })
+}
+
+/// `queryMsgByOffset`.
+#[derive(Debug, Args)]
+pub struct QueryMsgByOffset {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Broker name.
+    #[arg(short = 'b', long = "brokerName")]
+    pub broker_name: String,
+    /// Queue id.
+    #[arg(short = 'i', long = "queueId")]
+    pub queue_id: i32,
+    /// Queue offset.
+    #[arg(short = 'o', long = "offset")]
+    pub offset: i64,
+    /// Print the body in this charset (UTF-8 only).
+    #[arg(short = 'f', long = "bodyFormat")]
+    pub body_format: Option<String>,
+}
+
+impl QueryMsgByOffset {
+    pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        let topic = self.topic.trim();
+        let addr = broker_addr(&ctx.client, topic, self.broker_name.trim()).await?;
+        let result = tool_pull(
+            &ctx.client,
+            &addr,
+            TOOLS_CONSUMER_GROUP,
+            topic,
+            self.queue_id,
+            self.offset,
+            1,
+        )
+        .await?;
+        if result.status != PullStatus::Found {
+            return Err(ToolsError::NotFound(format!(
+                "no message at {topic}/{}/{} offset {}: {} (queue offsets {}..{})",
+                self.broker_name.trim(),
+                self.queue_id,
+                self.offset,
+                result.status.name(),
+                result.min_offset,
+                result.max_offset
+            )));
+        }
+        let msgs = decode_all(&result.body).map_err(|source| ToolsError::Decode {
+            op: "PULL_MESSAGE".to_owned(),
+            addr: addr.clone(),
+            source,
+        })?;
+        let msg = msgs
+            .into_iter()
+            .next()
+            .ok_or_else(|| ToolsError::NotFound("pull found no message".to_owned()))?;
+        let path = write_body(&msg);
+        print_message(ctx.out, &msg, &path, self.body_format.is_some())?;
+        Ok(())
+    }
+}
+
+/// `sendMessage`.
+#[derive(Debug, Args)]
+pub struct SendMessage {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// UTF-8 message body.
+    #[arg(short = 'p', long = "body")]
+    pub body: String,
+    /// Message keys.
+    #[arg(short = 'k', long = "key")]
+    pub keys: Option<String>,
+    /// Message tags.
+    #[arg(short = 'c', long = "tags")]
+    pub tags: Option<String>,
+    /// Send to this broker (name).
+    #[arg(short = 'b', long = "broker")]
+    pub broker: Option<String>,
+    /// Send to this queue (needs -b).
+    #[arg(short = 'i', long = "qid")]
+    pub queue_id: Option<i32>,
+    /// Message trace (accepted, ignored).
+    #[arg(short = 'm', long = "msgTraceEnable")]
+    pub msg_trace_enable: Option<String>,
+}
+
+impl SendMessage {
+    fn pick(&self, queues: &[PublishQueue]) -> Result<PublishQueue> {
+        let broker = self.broker.as_deref().map(str::trim);
+        let candidates: Vec<&PublishQueue> = queues
+            .iter()
+            .filter(|q| broker.is_none_or(|b| q.broker_name == b))
+            .filter(|q| self.queue_id.is_none_or(|i| q.queue_id == i))
+            .collect();
+        if candidates.is_empty() {
+            return Err(ToolsError::Usage(format!(
+                "no writable queue {}{} for topic {}",
+                broker
+                    .map(|b| format!("on broker {b} "))
+                    .unwrap_or_default(),
+                self.queue_id
+                    .map(|i| format!("with id {i} "))
+                    .unwrap_or_default(),
+                self.topic.trim()
+            )));
+        }
+        let at = usize::try_from(now_millis().rem_euclid(1 << 16)).unwrap_or(0) % candidates.len();
+        Ok(candidates[at].clone())
+    }
+
+    pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        if self.queue_id.is_some() && self.broker.is_none() {
+            return Err(ToolsError::Usage(
+                "Broker name must be set if the queue is chosen!".to_owned(),
+            ));
+        }
+        let topic = self.topic.trim();
+        let (queues, _) = publish_queues(&ctx.client, topic).await?;
+        let queue = self.pick(&queues)?;
+        let ids = UniqIdGenerator::new();
+        let uniq = ids.next();
+        let props = message_properties(
+            self.tags.as_deref().map(str::trim),
+            self.keys.as_deref().map(str::trim),
+            &uniq,
+        );
+        let group = now_millis().to_string();
+        let header = send_header(&group, topic, &queue, &props, now_millis(), false);
+        let body = Bytes::from(self.body.trim().as_bytes().to_vec());
+        let result = ctx
+            .client
+            .send(&queue.addr, &header, body, false, ctx.client.timeout())
+            .await?;
+        writeln!(
+            ctx.out,
+            "{:<32}  {:<4}  {:<20}    {}",
+            "#Broker Name", "#QID", "#Send Result", "#MsgId"
+        )?;
+        writeln!(
+            ctx.out,
+            "{:<32}  {:<4}  {:<20}    {}",
+            queue.broker_name,
+            result.queue_id,
+            result.status(),
+            uniq
+        )?;
+        Ok(())
+    }
+}
+
+/// `consumeMessage`.
+#[derive(Debug, Args)]
+pub struct ConsumeMessage {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Topic name.
+    #[arg(short = 't', long = "topic")]
+    pub topic: String,
+    /// Broker name.
+    #[arg(short = 'b', long = "brokerName")]
+    pub broker_name: Option<String>,
+    /// Queue id (needs -b).
+    #[arg(short = 'i', long = "queueId")]
+    pub queue_id: Option<i32>,
+    /// Queue offset (needs -i).
+    #[arg(short = 'o', long = "offset")]
+    pub offset: Option<i64>,
+    /// Consumer group name.
+    #[arg(short = 'g', long = "consumerGroup")]
+    pub group: Option<String>,
+    /// Begin timestamp [currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS].
+    #[arg(short = 's', long = "beginTimestamp")]
+    pub begin: Option<String>,
+    /// End timestamp [currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS].
+    #[arg(short = 'e', long = "endTimestamp")]
+    pub end: Option<String>,
+    /// Number of messages to consume (default 128).
+    #[arg(short = 'c', long = "MessageNumber", default_value_t = 128)]
+    pub count: i64,
+}
+
+impl ConsumeMessage {
+    pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        if self.count <= 0 {
+            return Err(ToolsError::Usage(
+                "Please input a positive messageNumber!".to_owned(),
+            ));
+        }
+        if self.queue_id.is_some() && self.broker_name.is_none() {
+            return Err(ToolsError::Usage(
+                "Please set the brokerName before queueId!".to_owned(),
+            ));
+        }
+        if self.offset.is_some() && self.queue_id.is_none() {
+            return Err(ToolsError::Usage(
+                "Please set queueId before offset!".to_owned(),
+            ));
+        }
+        let now = now_millis();
+        let parse = |s: &Option<String>, what: &str| -> Result<i64> {
+            match s {
+                None => Ok(0),
+                Some(t) => parse_timestamp_arg(t, now)
+                    .ok_or_else(|| ToolsError::Usage(format!("invalid {what} timestamp {t:?}"))),
+            }
+        };
+        let begin = parse(&self.begin, "begin")?;
+        let end = parse(&self.end, "end")?;
+        if begin > now || end > now {
+            return Err(ToolsError::Usage(
+                "Please set the timestamps before now!".to_owned(),
+            ));
+        }
+        if end > 0 && begin > end {
+            return Err(ToolsError::Usage(
+                "Please make sure that the beginTimestamp is less than or equal to the endTimestamp".to_owned(),
+            ));
+        }
+        let topic = self.topic.trim();
+        let group = self
+            .group
+            .as_deref()
+            .map_or(TOOLS_CONSUMER_GROUP, str::trim);
+        let route = ctx.client.fetch_route(topic).await?;
+        // (broker name, address, queue id)
+        let mut queues = Vec::new();
+        for q in &route.queue_datas {
+            if self
+                .broker_name
+                .as_deref()
+                .is_some_and(|b| b.trim() != q.broker_name)
+            {
+                continue;
+            }
+            let Some(addr) = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_name == q.broker_name)
+                .and_then(select_addr)
+            else {
+                continue;
+            };
+            for id in 0..q.read_queue_nums {
+                if self.queue_id.is_none_or(|want| want == id) {
+                    queues.push((q.broker_name.clone(), addr.to_owned(), id));
+                }
+            }
+        }
+        queues.sort();
+        let mut left = self.count;
+        for (broker, addr, queue_id) in queues {
+            if left <= 0 {
+                break;
+            }
+            let mut min = ctx.client.min_offset(&addr, topic, queue_id).await?;
+            let mut max = ctx.client.max_offset(&addr, topic, queue_id).await? - 1;
+            if begin > 0 {
+                min = ctx
+                    .client
+                    .search_offset(&addr, topic, queue_id, begin)
+                    .await?;
+            }
+            if end > 0 {
+                max = ctx
+                    .client
+                    .search_offset(&addr, topic, queue_id, end)
+                    .await?;
+            }
+            if let Some(o) = self.offset {
+                if o > max {
+                    writeln!(
+                        ctx.out,
+                        "{topic}/{broker}/{queue_id} no matched msg, offset={o}"
+                    )?;
+                    continue;
+                }
+                min = min.max(o);
+            }
+            if max < min {
+                continue;
+            }
+            if max - min + 1 > left {
+                writeln!(
+                    ctx.out,
+                    "The older {left} message of the {queue_id} queue will be provided"
+                )?;
+                max = min + left - 1;
+            }
+            left -= max - min + 1;
+            self.pull_range(ctx, group, &broker, &addr, queue_id, min, max)
+                .await?;
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "one queue range, spelled out")]
+    async fn pull_range(
+        &self,
+        ctx: &mut Ctx<'_>,
+        group: &str,
+        broker: &str,
+        addr: &str,
+        queue_id: i32,
+        min: i64,
+        max: i64,
+    ) -> Result<()> {
+        let topic = self.topic.trim();
+        let mut offset = min;
+        let mut seen = BTreeSet::new();
+        while offset <= max {
+            let want = i32::try_from((max - offset + 1).min(32)).unwrap_or(32);
+            let r = tool_pull(&ctx.client, addr, group, topic, queue_id, offset, want).await?;
+            let mq =
+                format!("MessageQueue [topic={topic}, brokerName={broker}, queueId={queue_id}]");
+            match r.status {
+                PullStatus::Found => {
+                    writeln!(ctx.out, "Consume ok")?;
+                    let msgs = decode_all(&r.body).map_err(|source| ToolsError::Decode {
+                        op: "PULL_MESSAGE".to_owned(),
+                        addr: addr.to_owned(),
+                        source,
+                    })?;
+                    for m in msgs
+                        .iter()
+                        .filter(|m| m.queue_offset <= max && seen.insert(m.queue_offset))
+                    {
+                        writeln!(
+                            ctx.out,
+                            "MSGID: {} {} BODY: {}",
+                            m.msg_id(),
+                            message_ext(m, broker),
+                            String::from_utf8_lossy(&m.body)
+                        )?;
+                    }
+                }
+                PullStatus::NoMatchedMsg => {
+                    writeln!(
+                        ctx.out,
+                        "{mq} no matched msg. status={}, offset={}",
+                        r.status.name(),
+                        r.next_begin_offset
+                    )?;
+                }
+                PullStatus::NoNewMsg | PullStatus::OffsetIllegal => {
+                    writeln!(
+                        ctx.out,
+                        "{mq} print msg finished. status={}, offset={}",
+                        r.status.name(),
+                        r.next_begin_offset
+                    )?;
+                    break;
+                }
+            }
+            if r.next_begin_offset <= offset {
+                break;
+            }
+            offset = r.next_begin_offset;
+        }
+        Ok(())
+    }
+}

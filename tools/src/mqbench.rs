@@ -1,0 +1,280 @@
+//! `mqbench`: the load generator every side-by-side benchmark uses. It speaks the
+//! remoting protocol directly (no client-side batching, retries or compression), so
+//! what it measures is the broker, the same way for sluice and Apache RocketMQ.
+//!
+//! - `mqbench producer`: SEND_MESSAGE_V2 (or SEND_BATCH_MESSAGE) in sync, async
+//!   (a window of requests in flight per thread) or oneway mode, round robin over the
+//!   topic's writable queues, optionally rate-limited.
+//! - `mqbench consumer`: long-polling PULL_MESSAGE on every readable queue, latency from
+//!   each message's born timestamp to its receipt.
+//!
+//! Each second a progress line goes to stderr; the summary (text, or JSON with `--json`)
+//! goes to stdout.
+
+pub mod consumer;
+pub mod producer;
+pub mod stats;
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use clap::{Parser, Subcommand};
+
+use crate::error::{Result, ToolsError};
+use stats::{Counters, Latencies, Summary, progress_line};
+
+/// `mqbench` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "mqbench",
+    about = "Remoting-protocol load generator for sluice and Apache RocketMQ"
+)]
+pub struct Cli {
+    /// Producer or consumer.
+    #[command(subcommand)]
+    pub command: BenchCommand,
+}
+
+/// The benchmarks.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Send messages as fast as allowed.
+    Producer(producer::ProducerArgs),
+    /// Pull messages with long polling and measure end-to-end latency.
+    Consumer(consumer::ConsumerArgs),
+}
+
+/// Parses `30s`, `500ms`, `2m`, `1h` or plain seconds.
+///
+/// # Errors
+/// Anything else.
+pub fn parse_duration(text: &str) -> std::result::Result<Duration, String> {
+    let t = text.trim();
+    let (num, unit) = t
+        .find(|c: char| !c.is_ascii_digit() && c != '.')
+        .map_or((t, "s"), |i| t.split_at(i));
+    let n: f64 = num
+        .parse()
+        .map_err(|_| format!("invalid duration {text:?}"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" => n * 60.0,
+        "h" => n * 3600.0,
+        _ => {
+            return Err(format!(
+                "invalid duration unit in {text:?} (use ms, s, m or h)"
+            ));
+        }
+    };
+    Duration::try_from_secs_f64(secs).map_err(|e| format!("invalid duration {text:?}: {e}"))
+}
+
+/// What a benchmark shares with the reporter.
+#[derive(Debug, Default)]
+pub struct Run {
+    /// Message/byte/error counters.
+    pub counters: Counters,
+    /// Latency histograms.
+    pub latencies: Latencies,
+    /// Set when the duration is over.
+    pub stop: AtomicBool,
+}
+
+impl Run {
+    /// Whether workers should stop.
+    #[must_use]
+    pub fn stopped(&self) -> bool {
+        self.stop.load(Ordering::Relaxed)
+    }
+}
+
+/// Prints a progress line every second until `run` stops; returns when it does.
+pub async fn report_progress(
+    run: Arc<Run>,
+    what: &'static str,
+    err: Arc<parking_lot::Mutex<Box<dyn Write + Send>>>,
+) {
+    let start = Instant::now();
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + Duration::from_secs(1),
+        Duration::from_secs(1),
+    );
+    let (mut last_msgs, mut last_bytes, mut last_errs) = (0, 0, 0);
+    while !run.stopped() {
+        tick.tick().await;
+        let msgs = run.counters.messages.load(Ordering::Relaxed);
+        let bytes = run.counters.bytes.load(Ordering::Relaxed);
+        let errs = run.counters.errors.load(Ordering::Relaxed);
+        let interval = run.latencies.interval();
+        let line = progress_line(
+            start.elapsed().as_secs(),
+            msgs - last_msgs,
+            bytes - last_bytes,
+            errs - last_errs,
+            &interval,
+            what,
+        );
+        let _ = writeln!(err.lock(), "{line}");
+        (last_msgs, last_bytes, last_errs) = (msgs, bytes, errs);
+    }
+}
+
+/// Prints the summary as text or JSON.
+///
+/// # Errors
+/// Writing failed.
+pub fn print_summary(out: &mut dyn Write, summary: &Summary, json: bool) -> Result<()> {
+    if json {
+        let text = serde_json::to_string_pretty(summary)
+            .map_err(|e| ToolsError::Usage(format!("cannot encode the summary: {e}")))?;
+        writeln!(out, "{text}")?;
+    } else {
+        writeln!(out, "{}", summary.text())?;
+    }
+    Ok(())
+}
+
+/// Settings recorded in the summary.
+pub(crate) fn settings<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> {
+    pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()
+}
+
+/// The whole program.
+#[must_use]
+pub fn main_with<I, T>(args: I) -> ExitCode
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mqbench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let err: Arc<parking_lot::Mutex<Box<dyn Write + Send>>> =
+        Arc::new(parking_lot::Mutex::new(Box::new(std::io::stderr())));
+    let result = runtime.block_on(async {
+        match &cli.command {
+            BenchCommand::Producer(args) => producer::run(args, err).await,
+            BenchCommand::Consumer(args) => consumer::run(args, err).await,
+        }
+    });
+    let summary = match result {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("mqbench: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let json = match &cli.command {
+        BenchCommand::Producer(a) => a.json,
+        BenchCommand::Consumer(a) => a.json,
+    };
+    let mut stdout = std::io::stdout().lock();
+    if let Err(e) = print_summary(&mut stdout, &summary, json) {
+        eprintln!("mqbench: {e}");
+        return ExitCode::FAILURE;
+    }
+    if summary.messages == 0 {
+        eprintln!(
+            "mqbench: no message was {}",
+            if summary.role == "producer" {
+                "sent"
+            } else {
+                "received"
+            }
+        );
+        return ExitCode::FAILURE;
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("30"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5s"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("5x").is_err());
+        assert!(parse_duration("").is_err());
+        assert!(parse_duration("-1s").is_err());
+    }
+
+    #[test]
+    fn cli_parses() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from([
+            "mqbench",
+            "producer",
+            "-n",
+            "127.0.0.1:9876",
+            "-t",
+            "T",
+            "--size",
+            "1024",
+            "--threads",
+            "16",
+            "--duration",
+            "30s",
+            "--mode",
+            "async",
+            "--batch",
+            "8",
+            "--connections",
+            "2",
+            "--rate",
+            "1000",
+            "--json",
+        ])
+        .unwrap();
+        let BenchCommand::Producer(p) = cli.command else {
+            panic!("producer")
+        };
+        assert_eq!(
+            (p.size, p.threads, p.batch, p.connections, p.rate),
+            (1024, 16, 8, 2, Some(1000))
+        );
+        assert_eq!(p.mode, producer::Mode::Async);
+        assert_eq!(p.duration, Duration::from_secs(30));
+        assert!(p.json);
+        let cli = Cli::try_parse_from([
+            "mqbench",
+            "consumer",
+            "-n",
+            "x:1",
+            "-t",
+            "T",
+            "-g",
+            "G",
+            "--duration",
+            "10s",
+        ])
+        .unwrap();
+        assert!(matches!(cli.command, BenchCommand::Consumer(ref c) if c.group == "G"));
+        assert!(Cli::try_parse_from(["mqbench", "producer", "-t", "T", "--mode", "fast"]).is_err());
+    }
+}

@@ -1,0 +1,217 @@
+//! `mqbench consumer`: one long-polling pull loop per readable queue of the topic.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use remoting::protocol::broker::PullMessageRequestHeader;
+use remoting::protocol::constants::perm;
+use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SUB_ALL};
+
+use super::stats::{Recorder, Summary};
+use super::{Run, parse_duration, report_progress, settings};
+use crate::admin::select_addr;
+use crate::client::{Client, DEFAULT_TIMEOUT, PullStatus, parse_namesrv_list, pull_flag};
+use crate::error::{Result, ToolsError};
+use crate::message::id::now_millis;
+use crate::message::scan_records;
+
+/// Where a queue's consumption starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StartFrom {
+    /// The queue's max offset: only messages sent from now on.
+    Last,
+    /// The queue's min offset: everything stored.
+    First,
+}
+
+/// `mqbench consumer` options.
+#[derive(Debug, Args)]
+pub struct ConsumerArgs {
+    /// Name server address list.
+    #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR")]
+    pub namesrv: Option<String>,
+    /// Topic.
+    #[arg(short = 't', long = "topic", default_value = "BenchmarkTest")]
+    pub topic: String,
+    /// Consumer group.
+    #[arg(short = 'g', long = "group", default_value = "mqbench_consumer")]
+    pub group: String,
+    /// How long to consume.
+    #[arg(long = "duration", value_parser = parse_duration, default_value = "30s")]
+    pub duration: Duration,
+    /// Start at the last (default) or first offset of each queue.
+    #[arg(long = "from", value_enum, default_value_t = StartFrom::Last)]
+    pub from: StartFrom,
+    /// maxMsgNums per pull.
+    #[arg(long = "pull-batch", default_value_t = 32)]
+    pub pull_batch: i32,
+    /// Long-polling suspend time in milliseconds.
+    #[arg(long = "suspend-ms", default_value_t = 15_000)]
+    pub suspend_ms: i64,
+    /// Print the summary as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+struct QueueLoop {
+    run: Arc<Run>,
+    client: Client,
+    addr: String,
+    topic: String,
+    group: String,
+    queue_id: i32,
+    offset: i64,
+    pull_batch: i32,
+    suspend_ms: i64,
+    recorder: Recorder,
+}
+
+impl QueueLoop {
+    async fn run(mut self) {
+        let mut records = Vec::with_capacity(64);
+        let rpc_timeout = Duration::from_millis(u64::try_from(self.suspend_ms).unwrap_or(15_000))
+            + Duration::from_secs(15);
+        while !self.run.stopped() {
+            let header = PullMessageRequestHeader {
+                consumer_group: self.group.clone(),
+                topic: self.topic.clone(),
+                queue_id: self.queue_id,
+                queue_offset: self.offset,
+                max_msg_nums: self.pull_batch,
+                sys_flag: pull_flag::SUSPEND | pull_flag::SUBSCRIPTION,
+                commit_offset: 0,
+                suspend_timeout_millis: self.suspend_ms,
+                subscription: Some(SUB_ALL.to_owned()),
+                sub_version: 0,
+                expression_type: Some(EXPRESSION_TYPE_TAG.to_owned()),
+                ..PullMessageRequestHeader::default()
+            };
+            match self.client.pull(&self.addr, &header, rpc_timeout).await {
+                Ok(r) => {
+                    if r.status == PullStatus::Found {
+                        let now = now_millis();
+                        records.clear();
+                        match scan_records(&r.body, &mut records) {
+                            Ok(()) => {
+                                let mut bytes = 0u64;
+                                for (born, body_len) in &records {
+                                    self.recorder.record_millis(now - born);
+                                    bytes += *body_len as u64;
+                                }
+                                self.run.counters.ok(records.len() as u64, bytes);
+                            }
+                            Err(e) => self.run.counters.error(None, "decode", &e.to_string()),
+                        }
+                    }
+                    self.offset = r.next_begin_offset;
+                }
+                Err(e) => {
+                    self.run
+                        .counters
+                        .error(e.response_code(), "pull failed", &e.detail());
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                }
+            }
+        }
+    }
+}
+
+/// Runs the consumer benchmark and returns its summary.
+///
+/// # Errors
+/// No name server, no route, or the starting offsets cannot be read.
+pub async fn run(
+    args: &ConsumerArgs,
+    err: Arc<parking_lot::Mutex<Box<dyn Write + Send>>>,
+) -> Result<Summary> {
+    let namesrv = args
+        .namesrv
+        .as_deref()
+        .map(parse_namesrv_list)
+        .unwrap_or_default();
+    if namesrv.is_empty() {
+        return Err(ToolsError::NoNamesrv);
+    }
+    let client = Client::new(namesrv, DEFAULT_TIMEOUT);
+    let topic = args.topic.trim().to_owned();
+    let route = client.fetch_route(&topic).await?;
+    let run = Arc::new(Run::default());
+    let mut loops = Vec::new();
+    for q in &route.queue_datas {
+        if !perm::is_readable(q.perm) {
+            continue;
+        }
+        let Some(addr) = route
+            .broker_datas
+            .iter()
+            .find(|b| b.broker_name == q.broker_name)
+            .and_then(select_addr)
+        else {
+            continue;
+        };
+        for queue_id in 0..q.read_queue_nums {
+            let offset = match args.from {
+                StartFrom::Last => client.max_offset(addr, &topic, queue_id).await?,
+                StartFrom::First => client.min_offset(addr, &topic, queue_id).await?,
+            };
+            loops.push(QueueLoop {
+                run: Arc::clone(&run),
+                client: client.clone(),
+                addr: addr.to_owned(),
+                topic: topic.clone(),
+                group: args.group.clone(),
+                queue_id,
+                offset,
+                pull_batch: args.pull_batch,
+                suspend_ms: args.suspend_ms,
+                recorder: run.latencies.recorder(),
+            });
+        }
+    }
+    if loops.is_empty() {
+        return Err(ToolsError::NoRoute {
+            topic,
+            remark: "no readable queue on any broker".to_owned(),
+        });
+    }
+    let _ = writeln!(
+        err.lock(),
+        "mqbench consumer: topic={topic} group={} queues={} from={:?}",
+        args.group,
+        loops.len(),
+        args.from
+    );
+    let started = Instant::now();
+    let reporter = tokio::spawn(report_progress(
+        Arc::clone(&run),
+        "received",
+        Arc::clone(&err),
+    ));
+    let handles: Vec<_> = loops.into_iter().map(|l| tokio::spawn(l.run())).collect();
+    tokio::time::sleep(args.duration).await;
+    run.stop.store(true, Ordering::Relaxed);
+    let elapsed = started.elapsed();
+    // Pulls parked in long polling are abandoned, not awaited.
+    for h in &handles {
+        h.abort();
+    }
+    let _ = reporter.await;
+    let _ = run.latencies.interval();
+    client.shutdown();
+    Ok(Summary::new(
+        "consumer",
+        settings([
+            ("topic", topic),
+            ("group", args.group.clone()),
+            ("from", format!("{:?}", args.from).to_lowercase()),
+            ("pull_batch", args.pull_batch.to_string()),
+            ("suspend_ms", args.suspend_ms.to_string()),
+        ]),
+        elapsed,
+        &run.counters,
+        &run.latencies.total(),
+    ))
+}

@@ -1,0 +1,393 @@
+//! `mqbench producer`.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use clap::{Args, ValueEnum};
+use remoting::client::ClientConfig as RemotingConfig;
+use remoting::{RemotingClient, RemotingError};
+use tokio::sync::Semaphore;
+
+use super::stats::{Recorder, Summary};
+use super::{Run, parse_duration, report_progress, settings};
+use crate::client::{Client, DEFAULT_TIMEOUT, parse_namesrv_list};
+use crate::error::{Result, ToolsError};
+use crate::message::UniqIdGenerator;
+use crate::message::batch::{BatchEntry, encode_batch};
+use crate::message::id::now_millis;
+use crate::publish::{
+    PublishQueue, batch_header_properties, message_properties, publish_queues, send_header,
+};
+
+/// How requests are sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// One request at a time per thread, waiting for each response.
+    Sync,
+    /// Up to `--inflight` requests outstanding per thread.
+    Async,
+    /// Fire and forget (no response; latency is the time to hand the frame to the socket).
+    Oneway,
+}
+
+/// `mqbench producer` options.
+#[derive(Debug, Args)]
+pub struct ProducerArgs {
+    /// Name server address list.
+    #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR")]
+    pub namesrv: Option<String>,
+    /// Topic (created by the broker on first send if it allows auto-create).
+    #[arg(short = 't', long = "topic", default_value = "BenchmarkTest")]
+    pub topic: String,
+    /// Body size in bytes.
+    #[arg(long = "size", default_value_t = 1024)]
+    pub size: usize,
+    /// Sender tasks.
+    #[arg(long = "threads", default_value_t = 16)]
+    pub threads: usize,
+    /// How long to send.
+    #[arg(long = "duration", value_parser = parse_duration, default_value = "30s")]
+    pub duration: Duration,
+    /// sync, async or oneway.
+    #[arg(long = "mode", value_enum, default_value_t = Mode::Sync)]
+    pub mode: Mode,
+    /// Messages per request (> 1: SEND_BATCH_MESSAGE).
+    #[arg(long = "batch", default_value_t = 1)]
+    pub batch: usize,
+    /// TCP connections per broker (threads are spread over them).
+    #[arg(long = "connections", default_value_t = 1)]
+    pub connections: usize,
+    /// Total messages per second (unlimited when absent).
+    #[arg(long = "rate")]
+    pub rate: Option<u64>,
+    /// Requests in flight per thread in async mode.
+    #[arg(long = "inflight", default_value_t = 32)]
+    pub inflight: usize,
+    /// Producer group.
+    #[arg(long = "group", default_value = "mqbench_producer")]
+    pub group: String,
+    /// Tag of every message.
+    #[arg(long = "tag")]
+    pub tag: Option<String>,
+    /// Send timeout in milliseconds.
+    #[arg(long = "timeout-ms", default_value_t = 3000)]
+    pub timeout_ms: u64,
+    /// Print the summary as JSON.
+    #[arg(long = "json")]
+    pub json: bool,
+}
+
+struct Worker {
+    run: Arc<Run>,
+    client: Client,
+    queues: Arc<Vec<PublishQueue>>,
+    ids: Arc<UniqIdGenerator>,
+    body: Bytes,
+    args: Arc<ArgsView>,
+    recorder: Recorder,
+    index: usize,
+}
+
+/// The options a worker needs (cheap to share).
+struct ArgsView {
+    topic: String,
+    group: String,
+    tag: Option<String>,
+    batch: usize,
+    mode: Mode,
+    inflight: usize,
+    timeout: Duration,
+    /// Per worker interval between requests when rate-limited.
+    pace: Option<Duration>,
+    threads: usize,
+}
+
+fn transport_kind(e: &ToolsError) -> String {
+    match e {
+        ToolsError::Remoting { source, .. } => match source {
+            RemotingError::Timeout { .. } => "timeout".to_owned(),
+            RemotingError::ConnectionClosed(_) => "connection closed".to_owned(),
+            RemotingError::Connect { .. } | RemotingError::ConnectTimeout { .. } => {
+                "connect failed".to_owned()
+            }
+            other => other.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+impl Worker {
+    /// The request for the next send: header and body.
+    fn next_request(
+        &self,
+        queue: &PublishQueue,
+    ) -> Result<(
+        remoting::protocol::broker::SendMessageRequestHeaderV2,
+        Bytes,
+        bool,
+    )> {
+        let a = &self.args;
+        let now = now_millis();
+        if a.batch <= 1 {
+            let props = message_properties(a.tag.as_deref(), None, &self.ids.next_at(now));
+            return Ok((
+                send_header(&a.group, &a.topic, queue, &props, now, false),
+                self.body.clone(),
+                false,
+            ));
+        }
+        let entries: Vec<BatchEntry> = (0..a.batch)
+            .map(|_| BatchEntry {
+                flag: 0,
+                body: self.body.to_vec(),
+                properties: message_properties(a.tag.as_deref(), None, &self.ids.next_at(now)),
+            })
+            .collect();
+        let mut buf = BytesMut::new();
+        encode_batch(&entries, &mut buf)?;
+        let props = batch_header_properties();
+        Ok((
+            send_header(&a.group, &a.topic, queue, &props, now, true),
+            buf.freeze(),
+            true,
+        ))
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "one send with its accounting")]
+    async fn send_one(
+        client: &Client,
+        run: &Run,
+        recorder: &Recorder,
+        queue: &PublishQueue,
+        header: &remoting::protocol::broker::SendMessageRequestHeaderV2,
+        body: Bytes,
+        batch: bool,
+        messages: u64,
+        payload: u64,
+        timeout: Duration,
+    ) {
+        let started = Instant::now();
+        match client.send(&queue.addr, header, body, batch, timeout).await {
+            Ok(_) => {
+                recorder.record(started.elapsed());
+                run.counters.ok(messages, payload);
+            }
+            Err(e) => run
+                .counters
+                .error(e.response_code(), &transport_kind(&e), &e.detail()),
+        }
+    }
+
+    async fn run(self) {
+        let a = Arc::clone(&self.args);
+        let window = Arc::new(Semaphore::new(a.inflight.max(1)));
+        let messages = a.batch.max(1) as u64;
+        let payload = messages * self.body.len() as u64;
+        let mut seq = self.index;
+        let mut next_at = tokio::time::Instant::now();
+        while !self.run.stopped() {
+            if let Some(pace) = a.pace {
+                tokio::time::sleep_until(next_at).await;
+                next_at += pace;
+            }
+            let queue = &self.queues[seq % self.queues.len()];
+            seq = seq.wrapping_add(a.threads);
+            let (header, body, batch) = match self.next_request(queue) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.run
+                        .counters
+                        .error(None, "request encoding", &e.to_string());
+                    return;
+                }
+            };
+            match a.mode {
+                Mode::Sync => {
+                    Self::send_one(
+                        &self.client,
+                        &self.run,
+                        &self.recorder,
+                        queue,
+                        &header,
+                        body,
+                        batch,
+                        messages,
+                        payload,
+                        a.timeout,
+                    )
+                    .await;
+                }
+                Mode::Async => {
+                    let Ok(permit) = Arc::clone(&window).acquire_owned().await else {
+                        return;
+                    };
+                    let (client, run, recorder, queue) = (
+                        self.client.clone(),
+                        Arc::clone(&self.run),
+                        self.recorder.clone(),
+                        queue.clone(),
+                    );
+                    let timeout = a.timeout;
+                    tokio::spawn(async move {
+                        Self::send_one(
+                            &client, &run, &recorder, &queue, &header, body, batch, messages,
+                            payload, timeout,
+                        )
+                        .await;
+                        drop(permit);
+                    });
+                }
+                Mode::Oneway => {
+                    let started = Instant::now();
+                    match self
+                        .client
+                        .send_oneway(&queue.addr, &header, body, batch)
+                        .await
+                    {
+                        Ok(()) => {
+                            self.recorder.record(started.elapsed());
+                            self.run.counters.ok(messages, payload);
+                        }
+                        Err(e) => {
+                            self.run
+                                .counters
+                                .error(None, &transport_kind(&e), &e.detail());
+                            tokio::time::sleep(Duration::from_millis(100)).await;
+                        }
+                    }
+                }
+            }
+        }
+        // Drain the async window: every permit back means every response is in.
+        let _ = window
+            .acquire_many(u32::try_from(a.inflight.max(1)).unwrap_or(u32::MAX))
+            .await;
+    }
+}
+
+/// Runs the producer benchmark and returns its summary.
+///
+/// # Errors
+/// Bad options, no name server, or no writable route.
+pub async fn run(
+    args: &ProducerArgs,
+    err: Arc<parking_lot::Mutex<Box<dyn Write + Send>>>,
+) -> Result<Summary> {
+    let namesrv = args
+        .namesrv
+        .as_deref()
+        .map(parse_namesrv_list)
+        .unwrap_or_default();
+    if namesrv.is_empty() {
+        return Err(ToolsError::NoNamesrv);
+    }
+    if args.threads == 0 || args.connections == 0 || args.batch == 0 {
+        return Err(ToolsError::Usage(
+            "--threads, --connections and --batch must be at least 1".to_owned(),
+        ));
+    }
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let clients: Vec<Client> = (0..args.connections)
+        .map(|_| {
+            Client::with_remoting(
+                RemotingClient::new(RemotingConfig::default()),
+                namesrv.clone(),
+                DEFAULT_TIMEOUT,
+            )
+        })
+        .collect();
+    let (queues, auto_create) = publish_queues(&clients[0], args.topic.trim()).await?;
+    if auto_create {
+        let _ = writeln!(
+            err.lock(),
+            "topic {} has no route yet: sending through TBW102 ({} queues), the broker creates it",
+            args.topic.trim(),
+            queues.len()
+        );
+    }
+    let queues = Arc::new(queues);
+    let pace = args.rate.filter(|r| *r > 0).map(|rate| {
+        // Each worker sends `batch` messages per request.
+        let per_worker = rate as f64 / args.threads as f64 / args.batch as f64;
+        Duration::from_secs_f64(1.0 / per_worker.max(1e-6))
+    });
+    let view = Arc::new(ArgsView {
+        topic: args.topic.trim().to_owned(),
+        group: args.group.clone(),
+        tag: args.tag.clone(),
+        batch: args.batch,
+        mode: args.mode,
+        inflight: if args.mode == Mode::Async {
+            args.inflight
+        } else {
+            1
+        },
+        timeout,
+        pace,
+        threads: args.threads,
+    });
+    let run = Arc::new(Run::default());
+    let ids = Arc::new(UniqIdGenerator::new());
+    let body = Bytes::from(vec![b'x'; args.size]);
+    let _ = writeln!(
+        err.lock(),
+        "mqbench producer: topic={} queues={} size={} threads={} mode={:?} batch={} connections={} rate={}",
+        view.topic,
+        queues.len(),
+        args.size,
+        args.threads,
+        args.mode,
+        args.batch,
+        args.connections,
+        args.rate.map_or("unlimited".to_owned(), |r| r.to_string())
+    );
+    let started = Instant::now();
+    let reporter = tokio::spawn(report_progress(Arc::clone(&run), "sent", Arc::clone(&err)));
+    let mut workers = Vec::with_capacity(args.threads);
+    for index in 0..args.threads {
+        let w = Worker {
+            run: Arc::clone(&run),
+            client: clients[index % clients.len()].clone(),
+            queues: Arc::clone(&queues),
+            ids: Arc::clone(&ids),
+            body: body.clone(),
+            args: Arc::clone(&view),
+            recorder: run.latencies.recorder(),
+            index,
+        };
+        workers.push(tokio::spawn(w.run()));
+    }
+    tokio::time::sleep(args.duration).await;
+    run.stop.store(true, Ordering::Relaxed);
+    for w in workers {
+        let _ = w.await;
+    }
+    let elapsed = started.elapsed();
+    let _ = reporter.await;
+    let _ = run.latencies.interval();
+    for c in &clients {
+        c.shutdown();
+    }
+    Ok(Summary::new(
+        "producer",
+        settings([
+            ("topic", view.topic.clone()),
+            ("size", args.size.to_string()),
+            ("threads", args.threads.to_string()),
+            ("mode", format!("{:?}", args.mode).to_lowercase()),
+            ("batch", args.batch.to_string()),
+            ("connections", args.connections.to_string()),
+            (
+                "rate",
+                args.rate.map_or("unlimited".to_owned(), |r| r.to_string()),
+            ),
+            ("inflight", view.inflight.to_string()),
+        ]),
+        elapsed,
+        &run.counters,
+        &run.latencies.total(),
+    ))
+}
