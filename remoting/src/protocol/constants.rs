@@ -40,6 +40,29 @@ pub mod perm {
     }
 }
 
+/// Pull request sys flag bits (`PullSysFlag.java`).
+pub mod pull_sys_flag {
+    /// Commit `commitOffset` with this pull.
+    pub const COMMIT_OFFSET: i32 = 0x1;
+    /// Hold the pull when nothing is there (long polling).
+    pub const SUSPEND: i32 = 0x2;
+    /// The request carries its subscription.
+    pub const SUBSCRIPTION: i32 = 0x4;
+    /// Class filter (legacy).
+    pub const CLASS_FILTER: i32 = 0x8;
+    /// 5.x lite pull consumer.
+    pub const LITE_PULL: i32 = 0x10;
+
+    /// Whether `flag` has `bit`.
+    #[must_use]
+    pub const fn has(flag: i32, bit: i32) -> bool {
+        flag & bit == bit
+    }
+}
+
+/// ExtField of QUERY_MESSAGE saying the key is a UNIQ_KEY (`MixAll.UNIQUE_MSG_QUERY_FLAG`).
+pub const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
+
 /// Topic sys flag bits (`TopicSysFlag.java`).
 pub mod topic_sys_flag {
     /// Unit topic.
