@@ -1,1 +1,48 @@
-//! store (not yet built)
+//! The sluice message store, byte-compatible with Apache RocketMQ's.
+//!
+//! Every message of every topic is appended to one log, the CommitLog, made of fixed
+//! size files named by the offset of their first byte. A put takes one lock, encodes
+//! the record straight into the mapped tail file and returns; durability is a separate
+//! future (group commit under `SYNC_FLUSH`). After a crash the `abort` file tells
+//! recovery to validate the tail record by record and cut it at the first invalid
+//! byte.
+//!
+//! Layout:
+//! - [`config`]: `StoreConfig` with RocketMQ's key names and defaults, `sanitize`.
+//! - [`error`]: `StoreError`, `ConfigError`, `Result`.
+//! - [`record`]: sans-io stored-message codec, BLANK marker, properties, offset msg id.
+//! - [`message`]: what a put takes: one message or a client batch.
+//! - [`mapped_file`]: one mapped file, its single writer, read slices, transient pool
+//!   buffers (the only `unsafe`).
+//! - [`mapped_file_queue`]: the ordered files: load, find, flush/commit across files.
+//! - [`commit_log`]: put path, flush completion, reads, queue offsets; `commit_log/status.rs`
+//!   holds the result types, `commit_log/ha.rs` the HA append/truncate.
+//! - `flush` (private): service threads: group commit, async flush, pool commit,
+//!   flush-timeout watcher, file allocator and pre-faulter.
+//! - [`offset_watch`]: "wait for offset >= N with timeout", async and blocking.
+//! - [`checkpoint`]: the `checkpoint` file.
+//! - [`recovery`]: pure scan of a file's bytes plus the truncating shell.
+//! - [`message_store`]: root directory, `abort` marker, checkpoint and CommitLog.
+
+pub mod checkpoint;
+pub mod commit_log;
+pub mod config;
+pub mod error;
+mod flush;
+pub mod mapped_file;
+pub mod mapped_file_queue;
+pub mod message;
+pub mod message_store;
+pub mod offset_watch;
+pub mod record;
+pub mod recovery;
+
+pub use commit_log::{
+    AppendResult, CommitLog, FlushWait, PhyOffset, PutMessageStatus, PutResult, QueueOffset,
+    RecordAt,
+};
+pub use config::{FlushDiskType, StoreConfig};
+pub use error::{ConfigError, Result, StoreError};
+pub use message::{MessageBatch, MessageInner};
+pub use message_store::MessageStore;
+pub use recovery::{RecoveryMode, RecoveryReport};
