@@ -2,6 +2,7 @@
 //! clients over the remoting protocol from a RocketMQ-compatible store.
 //!
 //! Layout:
+//! - [`broker`]: `Broker`, the node's shared state.
 //! - [`config`]: `BrokerConfig` with broker.conf key names, `BrokerRole`.
 //! - [`topic_config`]: topics, system topics, auto-creation, topics.json.
 //! - [`subscription_group`]: consumer group settings, subscriptionGroup.json.
@@ -12,17 +13,22 @@
 //! - [`registration`]: REGISTER_BROKER / UNREGISTER_BROKER to every name server.
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
+//! - [`message`]: message properties read and rewritten on the send path.
+//! - [`stats`]: counters and TPS windows for runtime info.
 //! - [`persist`]: the config/*.json files.
 //! - [`clock`]: wall-clock milliseconds.
 
+pub mod broker;
 pub mod client_manager;
 pub mod clock;
 pub mod config;
 pub mod consumer_offset;
+pub mod message;
 pub mod persist;
 pub mod processor;
 pub mod rebalance_lock;
 pub mod registration;
 pub mod schedule;
+pub mod stats;
 pub mod subscription_group;
 pub mod topic_config;

@@ -5,10 +5,12 @@
 //! Layout:
 //! - `client`: heartbeat, unregister, client config check, consumer lists, offsets,
 //!   orderly locks (RocketMQ's ClientManageProcessor + ConsumerManageProcessor).
+//! - `send`: the three send codes.
 
 use remoting::{BodyError, ExtFieldError, RemotingCommand, ResponseCode};
 
 pub mod client;
+pub mod send;
 
 /// Why a request failed; becomes the response.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,0 +1,181 @@
+//! `Broker`: the state of one broker node (RocketMQ's BrokerController) — config,
+//! store, topic/group/offset tables, client tables, registration — shared by every
+//! processor and service.
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::{RwLock, RwLockReadGuard};
+use remoting::RemotingClient;
+use remoting::client::ClientConfig;
+use store::{MessageStore, StoreConfig};
+
+use crate::client_manager::{ConsumerManager, ProducerManager};
+use crate::config::{BrokerConfig, BrokerRole};
+use crate::consumer_offset::ConsumerOffsetManager;
+use crate::persist;
+use crate::rebalance_lock::RebalanceLockManager;
+use crate::registration::{Identity, NamesrvClient};
+use crate::stats::BrokerStats;
+use crate::subscription_group::SubscriptionGroupManager;
+use crate::topic_config::TopicConfigManager;
+
+/// Why a broker could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BrokerError {
+    /// Bad settings.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The store could not be opened.
+    #[error("message store: {0}")]
+    Store(#[from] store::StoreError),
+    /// A config/*.json file could not be loaded.
+    #[error(transparent)]
+    ConfigFile(#[from] remoting::config_file::ConfigFileError),
+    /// A port could not be bound.
+    #[error("cannot listen on {addr}: {source}")]
+    Bind {
+        /// The address.
+        addr: String,
+        /// Cause.
+        source: std::io::Error,
+    },
+}
+
+/// One broker node.
+#[derive(Debug)]
+pub struct Broker {
+    config: RwLock<BrokerConfig>,
+    /// The message store.
+    pub store: Arc<MessageStore>,
+    /// Topics.
+    pub topics: TopicConfigManager,
+    /// Subscription groups.
+    pub groups: SubscriptionGroupManager,
+    /// Consumer offsets.
+    pub offsets: ConsumerOffsetManager,
+    /// Connected consumers.
+    pub consumers: ConsumerManager,
+    /// Connected producers.
+    pub producers: ProducerManager,
+    /// Orderly consumers' queue locks.
+    pub locks: RebalanceLockManager,
+    /// Name server client.
+    pub namesrv: NamesrvClient,
+    /// Counters.
+    pub stats: BrokerStats,
+    /// Delay of each level (`messageDelayLevel`).
+    pub delay_levels: Vec<Duration>,
+    listen_port: u16,
+    store_host: SocketAddr,
+    boot_time: i64,
+}
+
+impl Broker {
+    /// Opens the store and the config tables. `listen_port` is the bound main port
+    /// (it is in every message id).
+    ///
+    /// # Errors
+    /// Bad settings, or a store or config file that cannot be opened.
+    pub fn open(
+        mut config: BrokerConfig,
+        store_config: StoreConfig,
+        listen_port: u16,
+    ) -> Result<Self, BrokerError> {
+        config.sanitize()?;
+        let delay_levels = crate::schedule::parse_delay_levels(&config.message_delay_level)
+            .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
+        let root = store_config.store_path_root_dir.clone();
+        let store = Arc::new(MessageStore::open(store_config)?);
+        let topics =
+            TopicConfigManager::load(&config, persist::config_path(&root, persist::TOPICS_JSON))?;
+        let groups = SubscriptionGroupManager::load(
+            persist::config_path(&root, persist::SUBSCRIPTION_GROUP_JSON),
+            config.auto_create_subscription_group,
+        )?;
+        let offsets = ConsumerOffsetManager::load(persist::config_path(
+            &root,
+            persist::CONSUMER_OFFSET_JSON,
+        ))?;
+        let namesrv = NamesrvClient::new(
+            RemotingClient::new(ClientConfig::default()),
+            config.namesrv_addrs(),
+            Duration::from_millis(config.register_broker_timeout_mills),
+        );
+        let store_host = crate::processor::send::store_host(&config.broker_ip1(), listen_port);
+        Ok(Broker {
+            config: RwLock::new(config),
+            store,
+            topics,
+            groups,
+            offsets,
+            consumers: ConsumerManager::default(),
+            producers: ProducerManager::default(),
+            locks: RebalanceLockManager::default(),
+            namesrv,
+            stats: BrokerStats::default(),
+            delay_levels,
+            listen_port,
+            store_host,
+            boot_time: crate::clock::now_ms(),
+        })
+    }
+
+    /// The current settings.
+    pub fn config(&self) -> RwLockReadGuard<'_, BrokerConfig> {
+        self.config.read()
+    }
+
+    /// Changes settings at run time (UPDATE_BROKER_CONFIG).
+    pub fn update_config(&self, f: impl FnOnce(&mut BrokerConfig)) {
+        f(&mut self.config.write());
+    }
+
+    /// The bound main port.
+    #[must_use]
+    pub fn listen_port(&self) -> u16 {
+        self.listen_port
+    }
+
+    /// `brokerIP1:listenPort`, the store host of every message.
+    #[must_use]
+    pub fn store_host(&self) -> SocketAddr {
+        self.store_host
+    }
+
+    /// When the broker started (ms since the epoch).
+    #[must_use]
+    pub fn boot_time(&self) -> i64 {
+        self.boot_time
+    }
+
+    /// The current role.
+    #[must_use]
+    pub fn role(&self) -> BrokerRole {
+        self.config.read().broker_role
+    }
+
+    /// Who this broker is, for registration.
+    #[must_use]
+    pub fn identity(&self) -> Identity {
+        let c = self.config.read();
+        Identity {
+            cluster_name: c.broker_cluster_name.clone(),
+            broker_name: c.broker_name.clone(),
+            broker_addr: c.broker_addr(self.listen_port),
+            ha_server_addr: format!("{}:{}", c.broker_ip2(), c.ha_listen_port(self.listen_port)),
+            broker_id: c.broker_id,
+            permission: c.broker_permission,
+            compressed: c.compressed_register,
+        }
+    }
+
+    /// The store's root directory.
+    #[must_use]
+    pub fn store_root(&self) -> &Path {
+        &self.store.config().store_path_root_dir
+    }
+}

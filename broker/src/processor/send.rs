@@ -1,0 +1,382 @@
+//! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
+//! (RocketMQ's SendMessageProcessor): checks, topic auto-creation, retry → DLQ, delay
+//! levels → SCHEDULE_TOPIC_XXXX, the put, and the wait for flush (group commit).
+//!
+//! The put is synchronous and short, so it runs in the connection's read task and
+//! keeps a connection's sends in order; waiting for durability is a future.
+
+use std::net::SocketAddr;
+
+use remoting::protocol::broker::{
+    SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+};
+use remoting::protocol::constants::{perm, system, validate_topic, version};
+use remoting::protocol::topic::{TopicConfig, TopicFilterType};
+use remoting::server::Reply;
+use remoting::{Channel, RemotingCommand, RequestCode, ResponseCode};
+use store::record::sys_flag;
+use store::{FlushDiskType, MessageBatch, MessageInner, PutMessageStatus, PutResult};
+use tracing::debug;
+
+use super::{Refusal, respond};
+use crate::broker::Broker;
+use crate::message::{self, CLUSTER, DELAY, REAL_QID, REAL_TOPIC};
+
+/// Queues of a DLQ topic (`DLQ_NUMS_PER_GROUP`).
+pub const DLQ_NUMS_PER_GROUP: i32 = 1;
+
+/// `FAQUrl.suggestTodo(APPLY_TOPIC_URL)` as 4.9.8 writes it.
+const APPLY_TOPIC_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
+
+/// Handles one send request.
+pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Reply {
+    let header = match decode_header(request) {
+        Ok(h) => h,
+        Err(refusal) => return Reply::Now(refusal.into_response()),
+    };
+    let batch =
+        request.code() == RequestCode::SendBatchMessage.code() || header.batch == Some(true);
+    let prepared = match prepare(broker, channel, request, &header, batch) {
+        Ok(p) => p,
+        Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
+    };
+    let result = match &prepared {
+        Prepared::One(msg) => broker.store.commit_log().put(msg),
+        Prepared::Batch(b) => broker.store.commit_log().put_batch(b),
+    };
+    broker.stats.record_put(&header.topic, &result);
+    let wait =
+        result.status.is_ok() && message::wait_store_ok(header.properties.as_deref().unwrap_or(""));
+    let queue_id = prepared.queue_id();
+    match (&result.append, wait) {
+        (Some(append), true)
+            if broker.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH =>
+        {
+            let flush = broker.store.commit_log().wait_flushed(append.end_offset());
+            let response_base = send_response_extras(
+                broker,
+                RemotingCommand::response(ResponseCode::Success, None),
+            );
+            Reply::later(async move {
+                let status = flush.await;
+                Some(put_response(
+                    response_base,
+                    &PutResult { status, ..result },
+                    queue_id,
+                ))
+            })
+        }
+        _ => {
+            let base = send_response_extras(
+                broker,
+                RemotingCommand::response(ResponseCode::Success, None),
+            );
+            Reply::Now(put_response(base, &result, queue_id))
+        }
+    }
+}
+
+fn decode_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, Refusal> {
+    if request.code() == RequestCode::SendMessage.code() {
+        Ok(request.decode_header::<SendMessageRequestHeader>()?)
+    } else {
+        Ok(request
+            .decode_header::<SendMessageRequestHeaderV2>()?
+            .into())
+    }
+}
+
+/// What goes to the store.
+enum Prepared {
+    One(MessageInner),
+    Batch(MessageBatch),
+}
+
+impl Prepared {
+    fn queue_id(&self) -> i32 {
+        match self {
+            Prepared::One(m) => m.queue_id,
+            Prepared::Batch(b) => b.queue_id,
+        }
+    }
+}
+
+/// MSG_REGION and TRACE_ON go on every send response, refusals included.
+fn send_response_extras(broker: &Broker, mut response: RemotingCommand) -> RemotingCommand {
+    let config = broker.config();
+    response
+        .header
+        .ext_fields
+        .insert(message::MSG_REGION, config.region_id.clone());
+    response
+        .header
+        .ext_fields
+        .insert(message::TRACE_ON, config.trace_on.to_string());
+    response
+}
+
+fn prepare(
+    broker: &Broker,
+    channel: &Channel,
+    request: &RemotingCommand,
+    header: &SendMessageRequestHeader,
+    batch: bool,
+) -> Result<Prepared, Refusal> {
+    let topic_config = check(broker, channel, header)?;
+    let mut topic = header.topic.clone();
+    let mut queue_id = if header.queue_id < 0 {
+        random_queue(topic_config.write_queue_nums)
+    } else {
+        header.queue_id
+    };
+    let props = header.properties.clone().unwrap_or_default();
+    let reconsume_times = header.reconsume_times.unwrap_or(0);
+    let mut delay = message::delay_level(&props);
+    // A message sent to a retry topic too often goes to the group's DLQ.
+    if let Some(group) = topic.strip_prefix(system::RETRY_GROUP_TOPIC_PREFIX) {
+        let group_config = broker.groups.find_or_create(group).ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SubscriptionGroupNotExist,
+                format!("subscription group not exist, {group}{APPLY_TOPIC_TIP}"),
+            )
+        })?;
+        let max = if request.header.version >= version::V3_4_9 {
+            header
+                .max_reconsume_times
+                .unwrap_or(group_config.retry_max_times)
+        } else {
+            group_config.retry_max_times
+        };
+        if reconsume_times >= max {
+            let dlq = system::dlq_topic(group);
+            broker.topics.create_in_send_back(
+                &dlq,
+                DLQ_NUMS_PER_GROUP,
+                perm::READ | perm::WRITE,
+                0,
+            );
+            topic = dlq;
+            queue_id = random_queue(DLQ_NUMS_PER_GROUP);
+            delay = 0;
+        }
+    }
+    let mut sys = header.sys_flag;
+    if topic_config.topic_filter_type == TopicFilterType::MultiTag {
+        sys |= sys_flag::MULTI_TAGS;
+    }
+    let cluster = broker.config().broker_cluster_name.clone();
+    let born_host = channel.peer_addr();
+    let store_host = broker.store_host();
+    let body = request.body.to_bytes();
+    if batch {
+        if topic.starts_with(system::RETRY_GROUP_TOPIC_PREFIX) {
+            return Err(Refusal::new(
+                ResponseCode::MessageIllegal,
+                format!("batch request does not support retry group {topic}"),
+            ));
+        }
+        return Ok(Prepared::Batch(MessageBatch {
+            topic,
+            queue_id,
+            sys_flag: sys,
+            born_timestamp: header.born_timestamp,
+            born_host,
+            store_host,
+            reconsume_times,
+            body,
+            properties: message::with(&props, CLUSTER, &cluster),
+        }));
+    }
+    if sys_flag::transaction_type(sys) == sys_flag::TRANSACTION_PREPARED_TYPE
+        || message::get(&props, message::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+    {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] sending transaction message is forbidden",
+                broker.config().broker_ip1()
+            ),
+        ));
+    }
+    let mut properties = message::with(&props, CLUSTER, &cluster);
+    if delay > 0 {
+        let max_level = i32::try_from(broker.delay_levels.len()).unwrap_or(i32::MAX);
+        let level = delay.min(max_level);
+        properties = message::with(&properties, REAL_TOPIC, &topic);
+        properties = message::with(&properties, REAL_QID, &queue_id.to_string());
+        properties = message::with(&properties, DELAY, &level.to_string());
+        topic = system::SCHEDULE_TOPIC.to_owned();
+        queue_id = level - 1;
+    }
+    Ok(Prepared::One(MessageInner {
+        topic,
+        queue_id,
+        flag: header.flag,
+        body,
+        properties,
+        sys_flag: sys,
+        born_timestamp: header.born_timestamp,
+        born_host,
+        store_host,
+        reconsume_times,
+        prepared_transaction_offset: 0,
+    }))
+}
+
+/// RocketMQ's `msgCheck`: broker and topic permissions, topic name, auto-creation,
+/// queue id range.
+fn check(
+    broker: &Broker,
+    channel: &Channel,
+    header: &SendMessageRequestHeader,
+) -> Result<TopicConfig, Refusal> {
+    let config = broker.config();
+    if !perm::is_writeable(config.broker_permission)
+        && broker.topics.select(&header.topic).is_some_and(|t| t.order)
+    {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] sending message is forbidden",
+                config.broker_ip1()
+            ),
+        ));
+    }
+    drop(config);
+    if let Err(e) = validate_topic(&header.topic) {
+        return Err(Refusal::system(e.to_string()));
+    }
+    if system::is_send_forbidden(&header.topic) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("Sending message to topic[{}] is forbidden.", header.topic),
+        ));
+    }
+    let topic_config = match broker.topics.select(&header.topic) {
+        Some(t) => t,
+        None => {
+            let remote = channel.peer_addr().to_string();
+            let (created, _) = broker.topics.create_in_send(
+                &header.topic,
+                &header.default_topic,
+                &remote,
+                header.default_topic_queue_nums,
+                0,
+            );
+            let created = created.or_else(|| {
+                header
+                    .topic
+                    .starts_with(system::RETRY_GROUP_TOPIC_PREFIX)
+                    .then(|| {
+                        broker.topics.create_in_send_back(
+                            &header.topic,
+                            1,
+                            perm::READ | perm::WRITE,
+                            0,
+                        )
+                    })
+            });
+            created.ok_or_else(|| {
+                Refusal::new(
+                    ResponseCode::TopicNotExist,
+                    format!(
+                        "topic[{}] not exist, apply first please!{APPLY_TOPIC_TIP}",
+                        header.topic
+                    ),
+                )
+            })?
+        }
+    };
+    let valid = topic_config
+        .write_queue_nums
+        .max(topic_config.read_queue_nums);
+    if header.queue_id >= valid {
+        return Err(Refusal::system(format!(
+            "request queueId[{}] is illegal, {:?} Producer: {}",
+            header.queue_id,
+            topic_config,
+            channel.peer_addr()
+        )));
+    }
+    Ok(topic_config)
+}
+
+fn random_queue(queues: i32) -> i32 {
+    if queues <= 0 {
+        return 0;
+    }
+    let r = crate::clock::random_u32() % 99_999_999;
+    i32::try_from(r).unwrap_or(0) % queues
+}
+
+/// Turns a put result into the send response (`handlePutMessageResult`).
+fn put_response(
+    mut response: RemotingCommand,
+    result: &PutResult,
+    queue_id: i32,
+) -> RemotingCommand {
+    let (code, remark): (ResponseCode, Option<&str>) = match result.status.rocketmq() {
+        PutMessageStatus::PutOk => (ResponseCode::Success, None),
+        PutMessageStatus::FlushDiskTimeout => (ResponseCode::FlushDiskTimeout, None),
+        PutMessageStatus::FlushSlaveTimeout => (ResponseCode::FlushSlaveTimeout, None),
+        PutMessageStatus::SlaveNotAvailable => (ResponseCode::SlaveNotAvailable, None),
+        PutMessageStatus::CreateMappedFileFailed => (
+            ResponseCode::SystemError,
+            Some("create mapped file failed, server is busy or broken."),
+        ),
+        PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => (
+            ResponseCode::MessageIllegal,
+            Some(
+                "the message is illegal, maybe msg body or properties length not matched. msg body length limit 4M, msg properties length limit 32k.",
+            ),
+        ),
+        PutMessageStatus::ServiceNotAvailable => (
+            ResponseCode::ServiceNotAvailable,
+            Some(
+                "service not available now. It may be caused by one of the following reasons: the broker's disk is full, messages are put to the slave, message store has been shut down, etc.",
+            ),
+        ),
+        PutMessageStatus::OsPageCacheBusy => (
+            ResponseCode::SystemError,
+            Some("[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
+        ),
+        _ => (ResponseCode::SystemError, Some("UNKNOWN_ERROR")),
+    };
+    response.header.code = code.code();
+    response.header.remark = remark.map(str::to_owned);
+    let stored = matches!(
+        code,
+        ResponseCode::Success
+            | ResponseCode::FlushDiskTimeout
+            | ResponseCode::FlushSlaveTimeout
+            | ResponseCode::SlaveNotAvailable
+    );
+    if let (true, Some(append)) = (stored, &result.append) {
+        let header = SendMessageResponseHeader {
+            msg_id: append.msg_id(),
+            queue_id,
+            queue_offset: i64::try_from(append.queue_offset.0).unwrap_or(i64::MAX),
+            transaction_id: None,
+            batch_uniq_id: None,
+            recall_handle: None,
+        };
+        response = response.with_header(&header);
+    } else {
+        debug!(status = %result.status, "put refused");
+    }
+    response
+}
+
+/// Respond to a send that could not even be decoded.
+#[must_use]
+pub fn refuse(broker: &Broker, refusal: Refusal) -> RemotingCommand {
+    send_response_extras(broker, respond(Err(refusal)))
+}
+
+/// The store host address for message ids: `brokerIP1:listenPort`.
+#[must_use]
+pub fn store_host(ip: &str, port: u16) -> SocketAddr {
+    format!("{ip}:{port}")
+        .parse()
+        .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], port)))
+}
