@@ -14,6 +14,7 @@
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`message`]: message properties read and rewritten on the send path.
+//! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
 //! - [`stats`]: counters and TPS windows for runtime info.
 //! - [`persist`]: the config/*.json files.
 //! - [`clock`]: wall-clock milliseconds.
@@ -29,6 +30,7 @@ pub mod processor;
 pub mod rebalance_lock;
 pub mod registration;
 pub mod schedule;
+pub mod server;
 pub mod stats;
 pub mod subscription_group;
 pub mod topic_config;

@@ -7,10 +7,82 @@
 //!   orderly locks (RocketMQ's ClientManageProcessor + ConsumerManageProcessor).
 //! - `send`: the three send codes.
 
-use remoting::{BodyError, ExtFieldError, RemotingCommand, ResponseCode};
+use std::sync::Arc;
+
+use remoting::server::{ConnectionListener, Processor, Reply};
+use remoting::{BodyError, Channel, ExtFieldError, RemotingCommand, RequestCode, ResponseCode};
+
+use crate::broker::Broker;
 
 pub mod client;
 pub mod send;
+
+/// Routes every broker request code to its handler.
+#[derive(Debug, Clone)]
+pub struct BrokerProcessor {
+    broker: Arc<Broker>,
+}
+
+impl BrokerProcessor {
+    /// A processor over `broker`.
+    #[must_use]
+    pub fn new(broker: Arc<Broker>) -> Self {
+        BrokerProcessor { broker }
+    }
+
+    fn client_tables(&self) -> client::ClientTables<'_> {
+        let b = &*self.broker;
+        client::ClientTables {
+            topics: &b.topics,
+            groups: &b.groups,
+            consumers: &b.consumers,
+            producers: &b.producers,
+            offsets: &b.offsets,
+            locks: &b.locks,
+        }
+    }
+}
+
+impl Processor for BrokerProcessor {
+    fn process(&self, channel: &Channel, request: RemotingCommand) -> Reply {
+        let code = request.code();
+        let Ok(known) = RequestCode::try_from(code) else {
+            return Reply::Now(not_supported(code));
+        };
+        let t = self.client_tables();
+        let outcome = match known {
+            RequestCode::SendMessage
+            | RequestCode::SendMessageV2
+            | RequestCode::SendBatchMessage => {
+                return send::process(&self.broker, channel, &request);
+            }
+            RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
+            RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
+            RequestCode::CheckClientConfig => client::check_client_config(&request),
+            RequestCode::GetConsumerListByGroup => client::consumer_list(t, &request),
+            RequestCode::UpdateConsumerOffset => client::update_consumer_offset(t, &request),
+            RequestCode::LockBatchMq => client::lock_batch(t, &request),
+            RequestCode::UnlockBatchMq => client::unlock_batch(t, &request),
+            _ => return Reply::Now(not_supported(code)),
+        };
+        Reply::Now(respond(outcome))
+    }
+}
+
+/// Drops a closing connection's clients from the tables.
+impl ConnectionListener for BrokerProcessor {
+    fn on_close(&self, channel: &Channel) {
+        self.broker.consumers.channel_closed(channel);
+        self.broker.producers.channel_closed(channel);
+    }
+}
+
+fn not_supported(code: i32) -> RemotingCommand {
+    RemotingCommand::response(
+        ResponseCode::RequestCodeNotSupported,
+        Some(format!(" request type {code} not supported")),
+    )
+}
 
 /// Why a request failed; becomes the response.
 #[derive(Debug, Clone, PartialEq, Eq)]

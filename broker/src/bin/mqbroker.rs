@@ -1,0 +1,116 @@
+//! `mqbroker`: one sluice broker node.
+//!
+//! `mqbroker -c broker.toml [-n 127.0.0.1:9876] [-o key=value ...]`; the file may be a
+//! RocketMQ broker.conf as is. SIGTERM or SIGINT stop it cleanly (exit 0).
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use broker::broker::Broker;
+use broker::config::{ACCEPTED_UNUSED_KEYS, BrokerConfig};
+use clap::Parser;
+use remoting::settings::Settings;
+use store::StoreConfig;
+use tokio::signal::unix::{SignalKind, signal};
+use tracing::{error, info};
+use tracing_subscriber::EnvFilter;
+
+/// The sluice broker (RocketMQ-compatible `mqbroker`).
+#[derive(Debug, Parser)]
+#[command(name = "mqbroker", version, about)]
+struct Cli {
+    /// Config file: TOML, or a RocketMQ broker.conf as is.
+    #[arg(short = 'c', long = "configFile", value_name = "FILE")]
+    config_file: Option<PathBuf>,
+    /// Name server addresses, `;`-separated (overrides namesrvAddr).
+    #[arg(short = 'n', long = "namesrvAddr", value_name = "ADDRS")]
+    namesrv_addr: Option<String>,
+    /// Overrides one setting (`-o listenPort=0`); repeatable, later ones win.
+    #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
+    overrides: Vec<String>,
+}
+
+fn init_tracing() {
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_ansi(std::io::stdout().is_terminal())
+        .init();
+}
+
+fn load(cli: &Cli) -> Result<(BrokerConfig, StoreConfig), Box<dyn std::error::Error>> {
+    let mut overrides = cli.overrides.clone();
+    if let Some(n) = &cli.namesrv_addr {
+        overrides.push(format!("namesrvAddr={n}"));
+    } else if let Ok(n) = std::env::var("NAMESRV_ADDR") {
+        overrides.insert(0, format!("namesrvAddr={n}"));
+    }
+    let settings = Settings::load(cli.config_file.as_deref(), &overrides)?;
+    let broker: BrokerConfig = settings.deserialize()?;
+    let store: StoreConfig = settings.deserialize()?;
+    settings.accept_keys(ACCEPTED_UNUSED_KEYS);
+    settings.warn_unknown();
+    Ok((broker, store))
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_tracing();
+    let (config, store_config) = match load(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            error!(error = %e, "cannot load config");
+            eprintln!("mqbroker: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("mqbroker: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(serve(config, store_config)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            error!(error = %e, "broker failed");
+            eprintln!("mqbroker: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn serve(
+    config: BrokerConfig,
+    store_config: StoreConfig,
+) -> Result<(), Box<dyn std::error::Error>> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let shutdown = async move {
+        let name = tokio::select! {
+            _ = term.recv() => "SIGTERM",
+            _ = int.recv() => "SIGINT",
+        };
+        info!(signal = name, "shutting down");
+    };
+    let listener = broker::server::bind(&config.bind_address, config.listen_port).await?;
+    let port = listener.local_addr()?.port();
+    // Opening the store (recovery) may take a while; the port is bound first so the
+    // address is reserved, and served once the store is ready.
+    let broker =
+        tokio::task::spawn_blocking(move || Broker::open(config, store_config, port)).await??;
+    let broker = Arc::new(broker);
+    println!(
+        "The broker[{}, {}] boot success. serializeType=JSON",
+        broker.config().broker_name,
+        broker.store_host()
+    );
+    broker::server::run(broker, listener, shutdown).await;
+    Ok(())
+}

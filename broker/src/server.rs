@@ -1,0 +1,131 @@
+//! Wiring of a running broker: the remoting server with the broker processor, the
+//! registration loop, housekeeping (client expiry, stats sampling, offset flushes),
+//! and the clean shutdown (unregister, flush offsets, close the store).
+//!
+//! `run` takes a bound listener and a shutdown future, so tests bind port 0 in
+//! process and stop the broker without signals.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use remoting::server::{self, ConnectionListener, Dispatcher, Processor, ServerConfig};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tracing::{error, info, warn};
+
+use crate::broker::{Broker, BrokerError};
+use crate::processor::BrokerProcessor;
+
+/// Clients without a heartbeat for this long are dropped (`channelExpiredTimeout`).
+const CLIENT_EXPIRY_MS: i64 = 120_000;
+
+/// Binds `bindAddress:listenPort` (port 0: any free port).
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn bind(bind_address: &str, port: u16) -> Result<TcpListener, BrokerError> {
+    let addr = format!("{bind_address}:{port}");
+    TcpListener::bind(&addr)
+        .await
+        .map_err(|source| BrokerError::Bind { addr, source })
+}
+
+/// Serves `broker` on `listener` until `shutdown` resolves, then shuts down cleanly.
+///
+/// Logs `listening on <addr>` once serving (tests wait for that line).
+pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    let config = broker.config().clone();
+    let server_config = ServerConfig {
+        max_frame_len: config.frame_max_length,
+        idle_timeout: Some(Duration::from_secs(
+            config.server_channel_max_idle_time_seconds,
+        )),
+        ..ServerConfig::default()
+    };
+    let processor = Arc::new(BrokerProcessor::new(Arc::clone(&broker)));
+    let mut dispatcher = Dispatcher::new();
+    let as_processor: Arc<dyn Processor> = processor.clone();
+    dispatcher.set_default(as_processor);
+    let as_listener: Arc<dyn ConnectionListener> = processor;
+    dispatcher.add_listener(as_listener);
+
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let registration = tokio::spawn(registration_loop(Arc::clone(&broker), stop_rx.clone()));
+    let housekeeping = tokio::spawn(housekeeping(Arc::clone(&broker), stop_rx));
+
+    if let Ok(addr) = listener.local_addr() {
+        info!(
+            broker = %config.broker_name,
+            id = config.broker_id,
+            role = config.broker_role.name(),
+            store_host = %broker.store_host(),
+            "listening on {addr}"
+        );
+    }
+    server::run(listener, dispatcher, server_config, shutdown).await;
+
+    stop_tx.send_replace(true);
+    let _ = registration.await;
+    let _ = housekeeping.await;
+    broker.namesrv.unregister(&broker.identity()).await;
+    if let Err(e) = broker.offsets.flush() {
+        error!(error = %e, "cannot persist consumer offsets");
+    }
+    if let Err(e) = broker.topics.persist() {
+        error!(error = %e, "cannot persist topics");
+    }
+    if let Err(e) = broker.store.shutdown() {
+        error!(error = %e, "store shutdown failed");
+    }
+    info!("broker stopped");
+}
+
+/// Registers at once, then every `registerNameServerPeriod` and whenever topics change.
+async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    let changed = broker.topics.changed();
+    loop {
+        let registered = broker
+            .namesrv
+            .register(&broker.identity(), broker.topics.wrapper())
+            .await;
+        if let Some(reg) = registered {
+            if !reg.order_topics.is_empty() {
+                broker.topics.update_order_topics(&reg.order_topics);
+            }
+        } else if !broker.namesrv.addrs().is_empty() {
+            warn!("no name server accepted the registration");
+        }
+        let period = Duration::from_millis(broker.config().register_name_server_period);
+        tokio::select! {
+            () = tokio::time::sleep(period) => {}
+            () = changed.notified() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+    }
+}
+
+/// Once a second: stats. Every 10 s: drop clients without heartbeat. Every
+/// `flushConsumerOffsetInterval`: persist consumer offsets.
+async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    let mut seconds: u64 = 0;
+    loop {
+        tokio::select! {
+            _ = tick.tick() => {}
+            _ = stop.wait_for(|s| *s) => return,
+        }
+        seconds += 1;
+        broker.stats.sample(crate::clock::now_ms());
+        if seconds % 10 == 0 {
+            broker.consumers.scan_not_active(CLIENT_EXPIRY_MS);
+            broker.producers.scan_not_active(CLIENT_EXPIRY_MS);
+        }
+        let flush_every = (broker.config().flush_consumer_offset_interval / 1000).max(1);
+        if seconds % flush_every == 0 {
+            if let Err(e) = broker.offsets.flush() {
+                error!(error = %e, "cannot persist consumer offsets");
+            }
+        }
+    }
+}
