@@ -14,6 +14,7 @@ use remoting::{BodyError, Channel, ExtFieldError, RemotingCommand, RequestCode, 
 
 use crate::broker::Broker;
 
+pub mod admin;
 pub mod client;
 pub mod send;
 
@@ -50,6 +51,7 @@ impl Processor for BrokerProcessor {
             return Reply::Now(not_supported(code));
         };
         let t = self.client_tables();
+        let b = &*self.broker;
         let outcome = match known {
             RequestCode::SendMessage
             | RequestCode::SendMessageV2
@@ -62,6 +64,27 @@ impl Processor for BrokerProcessor {
             RequestCode::GetConsumerListByGroup => client::consumer_list(t, &request),
             RequestCode::UpdateConsumerOffset => client::update_consumer_offset(t, &request),
             RequestCode::LockBatchMq => client::lock_batch(t, &request),
+            RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(b, &request),
+            RequestCode::DeleteTopicInBroker => admin::delete_topic(b, &request),
+            RequestCode::GetAllTopicConfig => admin::all_topic_config(b),
+            RequestCode::GetSystemTopicListFromBroker => admin::system_topics(b),
+            RequestCode::UpdateAndCreateSubscriptiongroup => {
+                admin::update_subscription_group(b, &request)
+            }
+            RequestCode::DeleteSubscriptiongroup => admin::delete_subscription_group(b, &request),
+            RequestCode::GetAllSubscriptiongroupConfig => admin::all_subscription_groups(b),
+            RequestCode::GetAllConsumerOffset => admin::all_consumer_offsets(b),
+            RequestCode::GetAllDelayOffset => admin::all_delay_offsets(b),
+            RequestCode::GetBrokerConfig => admin::broker_config(b),
+            RequestCode::UpdateBrokerConfig => admin::update_broker_config(b, &request),
+            RequestCode::GetBrokerRuntimeInfo => admin::runtime_info(b),
+            RequestCode::GetConsumerConnectionList => admin::consumer_connections(b, &request),
+            RequestCode::GetProducerConnectionList => admin::producer_connections(b, &request),
+            RequestCode::GetAllProducerInfo => admin::all_producers(b),
+            RequestCode::QueryTopicConsumeByWho => admin::topic_consumed_by(b, &request),
+            RequestCode::GetConsumerRunningInfo | RequestCode::ConsumeMessageDirectly => {
+                return admin::call_consumer(b, &request);
+            }
             RequestCode::UnlockBatchMq => client::unlock_batch(t, &request),
             _ => return Reply::Now(not_supported(code)),
         };

@@ -242,6 +242,13 @@ impl TopicConfigManager {
         result.map(|()| true)
     }
 
+    /// Bumps the data version and asks for a registration at once (broker permission
+    /// changed: the name servers must see the topics again).
+    pub fn touch(&self) {
+        self.table.write().data_version.next_version(now_ms());
+        self.changed.notify_one();
+    }
+
     /// Marks exactly the topics named in the name server's ORDER_TOPIC_CONFIG as ordered.
     pub fn update_order_topics(&self, ordered: &[String]) {
         let mut table = self.table.write();

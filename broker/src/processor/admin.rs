@@ -1,0 +1,499 @@
+//! Admin codes `mqadmin` and consoles use (RocketMQ's AdminBrokerProcessor): topics,
+//! subscription groups, broker config, runtime info, connections, the config tables
+//! a slave copies, and relaying calls to a consumer.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use remoting::protocol::admin::{
+    Connection, ConsumerConnection, GroupList, LanguageCodeOrd, ProducerConnection, ProducerInfo,
+    ProducerTableInfo,
+};
+use remoting::protocol::body::{KvTable, TopicList, properties_to_text, text_to_properties};
+use remoting::protocol::broker::{
+    CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
+    GetBrokerConfigResponseHeader, GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader,
+    QueryTopicConsumeByWhoRequestHeader,
+};
+use remoting::protocol::constants::{perm, system, validate_topic, version_name};
+use remoting::protocol::subscription::{DelayOffsetSerializeWrapper, SubscriptionGroupConfig};
+use remoting::protocol::topic::{TopicConfig, TopicFilterType};
+use remoting::server::Reply;
+use remoting::settings::Settings;
+use remoting::{Channel, RemotingCommand, ResponseCode, fastjson};
+use serde::Serialize;
+use tracing::info;
+
+use super::{Handled, Refusal, success};
+use crate::broker::Broker;
+use crate::config::BrokerConfig;
+use crate::persist;
+
+/// How long a relayed call to a consumer may take.
+const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
+
+fn json<T: Serialize>(value: &T) -> Result<Vec<u8>, Refusal> {
+    Ok(fastjson::to_vec(value, fastjson::KeyStyle::Fastjson)?)
+}
+
+/// Topic and group writes are refused on a slave (`validateSlave`).
+fn refuse_on_slave(broker: &Broker) -> Result<(), Refusal> {
+    if broker.role().is_master() {
+        return Ok(());
+    }
+    Err(Refusal::system(
+        "Can't modify topic or subscription group from slave broker, please execute it from master broker.",
+    ))
+}
+
+/// UPDATE_AND_CREATE_TOPIC (17).
+pub fn update_and_create_topic(broker: &Broker, request: &RemotingCommand) -> Handled {
+    refuse_on_slave(broker)?;
+    let h: CreateTopicRequestHeader = request.decode_header()?;
+    validate_topic(&h.topic).map_err(|e| Refusal::system(e.to_string()))?;
+    if system::is_system_topic(&h.topic) || h.topic == broker.config().broker_cluster_name {
+        return Err(Refusal::system(format!(
+            "The topic[{}] is conflict with system topic.",
+            h.topic
+        )));
+    }
+    let config = TopicConfig {
+        topic_name: h.topic.clone(),
+        read_queue_nums: h.read_queue_nums,
+        write_queue_nums: h.write_queue_nums,
+        perm: h.perm,
+        topic_filter_type: TopicFilterType::from_name(&h.topic_filter_type).unwrap_or_default(),
+        topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
+        order: h.order,
+        attributes: BTreeMap::new(),
+    };
+    broker
+        .topics
+        .update(config)
+        .map_err(|e| Refusal::system(format!("cannot persist the topic: {e}")))?;
+    Ok(success())
+}
+
+/// DELETE_TOPIC_IN_BROKER (215): the config and the topic's offsets go; CommitLog
+/// data stays until it expires.
+pub fn delete_topic(broker: &Broker, request: &RemotingCommand) -> Handled {
+    refuse_on_slave(broker)?;
+    let h: DeleteTopicRequestHeader = request.decode_header()?;
+    validate_topic(&h.topic).map_err(|e| Refusal::system(e.to_string()))?;
+    if system::is_system_topic(&h.topic) {
+        return Err(Refusal::system(format!(
+            "The topic[{}] is conflict with system topic.",
+            h.topic
+        )));
+    }
+    broker
+        .topics
+        .delete(&h.topic)
+        .map_err(|e| Refusal::system(format!("cannot persist the topics: {e}")))?;
+    broker.offsets.remove_topic(&h.topic);
+    Ok(success())
+}
+
+/// GET_ALL_TOPIC_CONFIG (21): topics.json content (slaves sync from it).
+pub fn all_topic_config(broker: &Broker) -> Handled {
+    Ok(success().with_body(json(&broker.topics.wrapper())?))
+}
+
+/// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).
+pub fn system_topics(broker: &Broker) -> Handled {
+    let topic_list = broker
+        .topics
+        .topic_names()
+        .into_iter()
+        .filter(|t| system::is_system_topic(t))
+        .collect();
+    Ok(success().with_body(json(&TopicList {
+        topic_list,
+        broker_addr: None,
+    })?))
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200).
+pub fn update_subscription_group(broker: &Broker, request: &RemotingCommand) -> Handled {
+    refuse_on_slave(broker)?;
+    let config: SubscriptionGroupConfig = fastjson::from_slice(&request.body.to_bytes())?;
+    broker
+        .groups
+        .update(config)
+        .map_err(|e| Refusal::system(format!("cannot persist the group: {e}")))?;
+    Ok(success())
+}
+
+/// DELETE_SUBSCRIPTIONGROUP (207), with its offsets when asked.
+pub fn delete_subscription_group(broker: &Broker, request: &RemotingCommand) -> Handled {
+    refuse_on_slave(broker)?;
+    let h: DeleteSubscriptionGroupRequestHeader = request.decode_header()?;
+    broker
+        .groups
+        .delete(&h.group_name)
+        .map_err(|e| Refusal::system(format!("cannot persist the groups: {e}")))?;
+    if h.clean_offset.or(h.remove_offset).unwrap_or(false) {
+        broker.offsets.remove_group(&h.group_name);
+    }
+    Ok(success())
+}
+
+/// GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201).
+pub fn all_subscription_groups(broker: &Broker) -> Handled {
+    Ok(success().with_body(json(&broker.groups.wrapper())?))
+}
+
+/// GET_ALL_CONSUMER_OFFSET (43).
+pub fn all_consumer_offsets(broker: &Broker) -> Handled {
+    Ok(success().with_body(json(&broker.offsets.wrapper())?))
+}
+
+/// GET_ALL_DELAY_OFFSET (45): delayOffset.json as written by the schedule service.
+pub fn all_delay_offsets(broker: &Broker) -> Handled {
+    let path = persist::config_path(broker.store_root(), persist::DELAY_OFFSET_JSON);
+    let table = persist::load::<DelayOffsetSerializeWrapper>(&path)
+        .map_err(|e| Refusal::system(e.to_string()))?
+        .unwrap_or_default();
+    Ok(success().with_body(json(&table)?))
+}
+
+/// Every setting of the broker and its store as `key=value` properties text.
+#[must_use]
+pub fn config_properties(broker: &Broker) -> BTreeMap<String, String> {
+    let mut props = BTreeMap::new();
+    let mut add = |value: serde_json::Value| {
+        if let serde_json::Value::Object(map) = value {
+            for (k, v) in map {
+                let text = match v {
+                    serde_json::Value::String(s) => s,
+                    serde_json::Value::Null => String::new(),
+                    other => other.to_string(),
+                };
+                props.insert(k, text);
+            }
+        }
+    };
+    add(serde_json::to_value(&*broker.config()).unwrap_or_default());
+    add(serde_json::to_value(broker.store.config()).unwrap_or_default());
+    props.insert("listenPort".into(), broker.listen_port().to_string());
+    props
+}
+
+/// GET_BROKER_CONFIG (26): all settings as properties text; header `version` = the
+/// topic table's data version.
+pub fn broker_config(broker: &Broker) -> Handled {
+    let text = properties_to_text(&config_properties(broker));
+    let version = serde_json::to_string(&broker.topics.data_version()).unwrap_or_default();
+    Ok(success()
+        .with_header(&GetBrokerConfigResponseHeader { version })
+        .with_body(text))
+}
+
+/// Keys UPDATE_BROKER_CONFIG may change at run time. Store settings need a restart.
+const RUNTIME_KEYS: &[&str] = &[
+    "brokerPermission",
+    "autoCreateTopicEnable",
+    "autoCreateSubscriptionGroup",
+    "defaultTopicQueueNums",
+    "longPollingEnable",
+    "shortPollingTimeMills",
+    "notifyConsumerIdsChangedEnable",
+    "slaveReadEnable",
+    "rejectTransactionMessage",
+    "traceOn",
+    "regionId",
+    "registerNameServerPeriod",
+    "flushConsumerOffsetInterval",
+    "namesrvAddr",
+    "brokerFastFailureEnable",
+    "waitTimeMillsInSendQueue",
+];
+
+/// UPDATE_BROKER_CONFIG (25): body is properties text. Black-listed keys are refused
+/// with NO_PERMISSION; keys that only take effect at start are refused with a remark
+/// saying so (RocketMQ accepts them silently and ignores them until a restart).
+pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let body = request.body.to_bytes();
+    let text =
+        std::str::from_utf8(&body).map_err(|_| Refusal::system("string2Properties error"))?;
+    let updates = text_to_properties(text);
+    let black_list = broker.config().config_black_list.clone();
+    if updates
+        .keys()
+        .any(|k| black_list.split(';').any(|b| b.trim() == k))
+    {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            "Can not update config in black list.",
+        ));
+    }
+    if let Some(k) = updates.keys().find(|k| !RUNTIME_KEYS.contains(&k.as_str())) {
+        return Err(Refusal::system(format!(
+            "{k} cannot be changed at run time; set it in the config file and restart"
+        )));
+    }
+    // Re-read the whole config with the updates applied, so values are parsed and
+    // validated exactly as at start.
+    let mut current = config_properties(broker);
+    current.extend(updates.clone());
+    let settings = Settings::from_pairs(current);
+    let mut updated: BrokerConfig = settings
+        .deserialize()
+        .map_err(|e| Refusal::system(e.to_string()))?;
+    updated
+        .sanitize()
+        .map_err(|e| Refusal::system(e.to_string()))?;
+    info!(?updates, "broker config updated");
+    let permission_changed = updated.broker_permission != broker.config().broker_permission;
+    let namesrv_changed = updated.namesrv_addr != broker.config().namesrv_addr;
+    let addrs = updated.namesrv_addrs();
+    broker.update_config(|c| *c = updated);
+    if namesrv_changed {
+        broker.namesrv.set_addrs(addrs);
+    }
+    if permission_changed {
+        // Re-register at once so routes carry the new permission.
+        broker.topics.touch();
+    }
+    Ok(success())
+}
+
+/// GET_BROKER_RUNTIME_INFO (28): the KV table `clusterList` / `brokerStatus` read.
+pub fn runtime_info(broker: &Broker) -> Handled {
+    let mut table = BTreeMap::new();
+    let version = remoting::command::CURRENT_VERSION;
+    table.insert(
+        "brokerVersionDesc".to_owned(),
+        version_name(version).to_owned(),
+    );
+    table.insert("brokerVersion".to_owned(), version.to_string());
+    table.insert("bootTimestamp".to_owned(), broker.boot_time().to_string());
+    let up = (crate::clock::now_ms() - broker.boot_time()) / 1000;
+    table.insert(
+        "runtime".to_owned(),
+        format!(
+            "[ {} days, {} hours, {} minutes, {} seconds ]",
+            up / 86400,
+            up / 3600 % 24,
+            up / 60 % 60,
+            up % 60
+        ),
+    );
+    for (k, v) in broker.stats.runtime_entries() {
+        table.insert(k.to_owned(), v);
+    }
+    let log = broker.store.commit_log();
+    table.insert(
+        "commitLogMinOffset".to_owned(),
+        log.min_offset().0.to_string(),
+    );
+    table.insert(
+        "commitLogMaxOffset".to_owned(),
+        log.max_offset().0.to_string(),
+    );
+    table.insert(
+        "pageCacheLockTimeMills".to_owned(),
+        log.lock_time_millis().to_string(),
+    );
+    table.insert(
+        "remainHowManyDataToFlush".to_owned(),
+        format!(
+            "{} B",
+            log.max_offset().0.saturating_sub(log.flushed_offset().0)
+        ),
+    );
+    for key in [
+        "sendThreadPoolQueueSize",
+        "pullThreadPoolQueueSize",
+        "queryThreadPoolQueueSize",
+        "sendThreadPoolQueueHeadWaitTimeMills",
+        "pullThreadPoolQueueHeadWaitTimeMills",
+        "queryThreadPoolQueueHeadWaitTimeMills",
+        "dispatchBehindBytes",
+        "startAcceptSendRequestTimeStamp",
+    ] {
+        table
+            .entry(key.to_owned())
+            .or_insert_with(|| "0".to_owned());
+    }
+    for (key, cap) in [
+        ("sendThreadPoolQueueCapacity", "10000"),
+        ("pullThreadPoolQueueCapacity", "100000"),
+        ("queryThreadPoolQueueCapacity", "20000"),
+    ] {
+        table.insert(key.to_owned(), cap.to_owned());
+    }
+    let (ratio, capacity) = disk_usage(broker.store_root());
+    table.insert("commitLogDiskRatio".to_owned(), format!("{ratio}"));
+    table.insert("consumeQueueDiskRatio".to_owned(), format!("{ratio}"));
+    table.insert("commitLogDirCapacity".to_owned(), capacity);
+    table
+        .entry("earliestMessageTimeStamp".to_owned())
+        .or_insert_with(|| "0".to_owned());
+    Ok(success().with_body(json(&KvTable { table })?))
+}
+
+/// Used fraction of the file system holding `path`, and RocketMQ's capacity text.
+fn disk_usage(path: &std::path::Path) -> (f64, String) {
+    match statvfs(path) {
+        Some((total, free)) if total > 0 => {
+            #[allow(clippy::cast_precision_loss, reason = "a ratio")]
+            let ratio = (total - free) as f64 / total as f64;
+            (
+                ratio,
+                format!(
+                    "Total : {}, Free : {}.",
+                    human_bytes(total),
+                    human_bytes(free)
+                ),
+            )
+        }
+        _ => (0.0, "Total : 0 B, Free : 0 B.".to_owned()),
+    }
+}
+
+/// Total and available bytes of the file system holding `path`.
+fn statvfs(path: &std::path::Path) -> Option<(u64, u64)> {
+    Some((
+        fs4::total_space(path).ok()?,
+        fs4::available_space(path).ok()?,
+    ))
+}
+
+fn human_bytes(b: u64) -> String {
+    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    #[allow(clippy::cast_precision_loss, reason = "display only")]
+    let mut v = b as f64;
+    let mut unit = 0;
+    while v >= 1024.0 && unit + 1 < UNITS.len() {
+        v /= 1024.0;
+        unit += 1;
+    }
+    format!("{v:.1} {}", UNITS[unit])
+}
+
+fn connection(info: &crate::client_manager::ClientChannelInfo) -> Connection {
+    Connection {
+        client_id: info.client_id.clone(),
+        client_addr: info.channel.peer_addr().to_string(),
+        language: LanguageCodeOrd(info.language),
+        version: info.version,
+    }
+}
+
+/// GET_CONSUMER_CONNECTION_LIST (203).
+pub fn consumer_connections(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetConsumerConnectionListRequestHeader = request.decode_header()?;
+    let Some(group) = broker.consumers.group(&h.consumer_group) else {
+        return Err(Refusal::new(
+            ResponseCode::ConsumerNotOnline,
+            format!("the consumer group[{}] not online", h.consumer_group),
+        ));
+    };
+    let body = ConsumerConnection {
+        connection_set: group.channels.values().map(connection).collect(),
+        subscription_table: group.subscriptions.clone(),
+        consume_type: Some(group.consume_type),
+        message_model: Some(group.message_model),
+        consume_from_where: Some(group.consume_from_where),
+    };
+    Ok(success().with_body(json(&body)?))
+}
+
+/// GET_PRODUCER_CONNECTION_LIST (204).
+pub fn producer_connections(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetProducerConnectionListRequestHeader = request.decode_header()?;
+    let channels = broker.producers.channels(&h.producer_group);
+    if channels.is_empty() {
+        return Err(Refusal::system(format!(
+            "the producer group[{}] not exist",
+            h.producer_group
+        )));
+    }
+    let body = ProducerConnection {
+        connection_set: channels.iter().map(connection).collect(),
+    };
+    Ok(success().with_body(json(&body)?))
+}
+
+/// GET_ALL_PRODUCER_INFO (328).
+pub fn all_producers(broker: &Broker) -> Handled {
+    let data = broker
+        .producers
+        .all()
+        .into_iter()
+        .map(|(group, infos)| {
+            let infos = infos
+                .iter()
+                .map(|i| ProducerInfo {
+                    client_id: i.client_id.clone(),
+                    remote_ip: i.channel.peer_addr().to_string(),
+                    language: i.language,
+                    version: i.version,
+                    last_update_timestamp: i.last_update,
+                })
+                .collect();
+            (group, infos)
+        })
+        .collect();
+    Ok(success().with_body(json(&ProducerTableInfo { data })?))
+}
+
+/// QUERY_TOPIC_CONSUME_BY_WHO (300): groups with offsets on, or subscriptions to, the topic.
+pub fn topic_consumed_by(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: QueryTopicConsumeByWhoRequestHeader = request.decode_header()?;
+    let mut groups = broker.offsets.groups_of_topic(&h.topic);
+    groups.extend(broker.consumers.groups_subscribing(&h.topic));
+    Ok(success().with_body(json(&GroupList { group_list: groups })?))
+}
+
+/// GET_CONSUMER_RUNNING_INFO (307) and CONSUME_MESSAGE_DIRECTLY (309): the same
+/// request is relayed to the consumer's connection and its answer returned as is.
+pub fn call_consumer(broker: &Broker, request: &RemotingCommand) -> Reply {
+    let h: GetConsumerRunningInfoRequestHeader = match request.decode_header() {
+        Ok(h) => h,
+        Err(e) => return Reply::Now(Refusal::from(e).into_response()),
+    };
+    let Some(client) = broker
+        .consumers
+        .find_channel(&h.consumer_group, &h.client_id)
+    else {
+        return Reply::Now(
+            Refusal::system(format!(
+                "The Consumer <{}> <{}> not online",
+                h.consumer_group, h.client_id
+            ))
+            .into_response(),
+        );
+    };
+    let mut relay = RemotingCommand::request(request.code());
+    relay.header.ext_fields = request.header.ext_fields.clone();
+    relay.body = request.body.clone();
+    let channel: Channel = client.channel;
+    Reply::later(async move {
+        Some(match channel.invoke(relay, CALL_CLIENT_TIMEOUT).await {
+            Ok(answer) => answer,
+            Err(remoting::RemotingError::Timeout { .. }) => RemotingCommand::response(
+                ResponseCode::ConsumeMsgTimeout,
+                Some(format!(
+                    "consumer <{}> <{}> Timeout",
+                    h.consumer_group, h.client_id
+                )),
+            ),
+            Err(e) => RemotingCommand::response(
+                ResponseCode::SystemError,
+                Some(format!(
+                    "invoke consumer <{}> <{}> Exception: {e}",
+                    h.consumer_group, h.client_id
+                )),
+            ),
+        })
+    })
+}
+
+/// Whether a topic may be read from this broker (for admin reads of queues).
+#[must_use]
+pub fn readable(broker: &Broker) -> bool {
+    perm::is_readable(broker.config().broker_permission)
+}
