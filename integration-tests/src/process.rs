@@ -659,6 +659,85 @@ impl NamesrvProcess {
     }
 }
 
+// ---------------------------------------------------------------- mqbroker
+
+/// A running `mqbroker`, started from `deploy/broker.toml` with its store in a temp
+/// dir, on a reserved loopback port (the same port across restarts, so clients and
+/// message ids stay valid), registered with `namesrv`.
+#[derive(Debug)]
+pub struct BrokerProcess {
+    process: ChildProcess,
+    port: u16,
+}
+
+impl BrokerProcess {
+    /// Starts a master `broker-a` registered with `namesrv`.
+    ///
+    /// # Panics
+    /// When it does not start (with its logs).
+    #[must_use]
+    pub fn start(namesrv: &str) -> Self {
+        Self::start_with(namesrv, &[])
+    }
+
+    /// Starts a broker with extra `-o key=value` settings (they win over the defaults
+    /// set here, e.g. `("flushDiskType", "SYNC_FLUSH")`).
+    ///
+    /// # Panics
+    /// When it does not start (with its logs).
+    #[must_use]
+    pub fn start_with(namesrv: &str, settings: &[(&str, &str)]) -> Self {
+        let dir = TestDir::new("broker");
+        let ports = crate::ports::reserve_consecutive(2);
+        let port = ports[0].addr().port();
+        let config = workspace_root().join("deploy").join("broker.toml");
+        let mut spec = ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
+            .arg("-c")
+            .arg(&config)
+            .arg("-n")
+            .arg(namesrv)
+            .setting("listenPort", port)
+            .setting("haListenPort", port + 1)
+            .setting("bindAddress", "127.0.0.1")
+            .setting("brokerIP1", "127.0.0.1")
+            .setting("storePathRootDir", dir.path().join("store").display())
+            .setting("mappedFileSizeCommitLog", 16 * 1024 * 1024);
+        for (key, value) in settings {
+            spec = spec.setting(key, value);
+        }
+        BrokerProcess {
+            process: ChildProcess::start(spec, dir, ports),
+            port,
+        }
+    }
+
+    /// `127.0.0.1:port`.
+    #[must_use]
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// The store root.
+    #[must_use]
+    pub fn store_dir(&self) -> PathBuf {
+        self.process.dir().join("store")
+    }
+
+    /// The process handle (logs, stop, kill, restart).
+    #[must_use]
+    pub fn process(&mut self) -> &mut ChildProcess {
+        &mut self.process
+    }
+
+    /// Stops it and starts it again on the same store and port.
+    ///
+    /// # Panics
+    /// When it does not come back.
+    pub fn restart(&mut self) {
+        self.process.restart();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
