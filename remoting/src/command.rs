@@ -172,6 +172,16 @@ impl RemotingCommand {
         r
     }
 
+    /// Makes `self` the response to `request`: its opaque, the response flag, and
+    /// the request's header encoding. For answers sent later, outside the dispatcher.
+    #[must_use]
+    pub fn answering(mut self, request: &RemotingCommand) -> Self {
+        self.header.opaque = request.header.opaque;
+        self.header.flag |= FLAG_RESPONSE;
+        self.serialize_type = request.serialize_type;
+        self
+    }
+
     /// A SUCCESS response to `self`.
     #[must_use]
     pub fn reply_ok(&self) -> Self {

@@ -164,6 +164,7 @@ impl Dispatcher {
             if oneway {
                 return;
             }
+            // As `RemotingCommand::answering`, without keeping the request alive.
             response.header.opaque = opaque;
             response.header.flag |= FLAG_RESPONSE;
             response.serialize_type = serialize_type;
