@@ -29,12 +29,13 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, oneshot, watch};
 use tracing::{Instrument, debug, info_span, trace, warn};
 
-use crate::command::{FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand};
+use crate::command::{Body, FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand};
 use crate::error::{RemotingError, Result};
 use crate::frame::FrameDecoder;
 
-/// Bodies up to this size are copied next to their header (one iovec is cheaper
-/// than two); larger ones are written from their own buffers.
+/// Single bodies up to this size are copied next to their header (one iovec is
+/// cheaper than two); larger ones, and every part of a multi-part body, are written
+/// from their own buffers.
 const INLINE_BODY_MAX: usize = 4096;
 /// At most this many bytes are gathered into one vectored write.
 const WRITE_BATCH_BYTES: usize = 1 << 20;
@@ -449,8 +450,12 @@ impl WriteBatch {
             warn!(error = %e, code = cmd.code(), "dropping unencodable command");
             return;
         }
+        // A multi-part body is made of slices handed out to be written as they are
+        // (messages in the mapped CommitLog): never copied. A small single body is
+        // cheaper copied next to its header than written as its own iovec.
+        let inline = matches!(cmd.body, Body::One(_));
         for part in cmd.body.parts() {
-            if part.len() <= INLINE_BODY_MAX {
+            if inline && part.len() <= INLINE_BODY_MAX {
                 self.scratch.extend_from_slice(part);
             } else {
                 self.flush_scratch();
