@@ -511,3 +511,25 @@ impl WriteBatch {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_are_written_from_their_own_buffers() {
+        let parts: Vec<Bytes> = (0..3u8).map(|i| Bytes::from(vec![i; 100])).collect();
+        let cmd = RemotingCommand::response(0, None).with_body(Body::Parts(parts.clone()));
+        let mut batch = WriteBatch::default();
+        batch.push(&cmd);
+        // Header first, then exactly the parts: same memory, not copies.
+        assert_eq!(batch.slices.len(), 1 + parts.len());
+        for (slice, part) in batch.slices[1..].iter().zip(&parts) {
+            assert_eq!(slice.as_ptr(), part.as_ptr());
+        }
+        // A small single body rides along with its header.
+        let mut batch = WriteBatch::default();
+        batch.push(&RemotingCommand::response(0, None).with_body(vec![7u8; 100]));
+        assert_eq!(batch.slices.len(), 1);
+    }
+}
