@@ -16,8 +16,10 @@ use crate::client_manager::{ConsumerManager, ProducerManager};
 use crate::config::{BrokerConfig, BrokerRole};
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::persist;
+use crate::pull_hold::PullHold;
 use crate::rebalance_lock::RebalanceLockManager;
 use crate::registration::{Identity, NamesrvClient};
+use crate::schedule::ScheduleService;
 use crate::stats::BrokerStats;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
@@ -67,6 +69,12 @@ pub struct Broker {
     pub namesrv: NamesrvClient,
     /// Counters.
     pub stats: BrokerStats,
+    /// Pulls held for long polling.
+    pub pull_hold: Arc<PullHold>,
+    /// Delay message delivery (masters).
+    pub schedule: Arc<ScheduleService>,
+    /// Asks a slave to copy its master's tables at once.
+    pub sync_now: tokio::sync::Notify,
     /// Delay of each level (`messageDelayLevel`).
     pub delay_levels: Vec<Duration>,
     listen_port: u16,
@@ -105,6 +113,11 @@ impl Broker {
             config.namesrv_addrs(),
             Duration::from_millis(config.register_broker_timeout_mills),
         );
+        let schedule = ScheduleService::new(
+            Arc::clone(&store),
+            delay_levels.clone(),
+            persist::config_path(&root, persist::DELAY_OFFSET_JSON),
+        )?;
         let store_host = crate::processor::send::store_host(&config.broker_ip1(), listen_port);
         Ok(Broker {
             config: RwLock::new(config),
@@ -117,6 +130,9 @@ impl Broker {
             locks: RebalanceLockManager::default(),
             namesrv,
             stats: BrokerStats::default(),
+            pull_hold: Arc::new(PullHold::default()),
+            schedule,
+            sync_now: tokio::sync::Notify::new(),
             delay_levels,
             listen_port,
             store_host,

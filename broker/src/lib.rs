@@ -15,7 +15,9 @@
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`message`]: message properties read and rewritten on the send path.
 //! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
+//! - [`slave_sync`]: a slave's periodic copy of its master's tables.
 //! - [`stats`]: counters and TPS windows for runtime info.
+//! - [`pull_hold`]: long polling: held pulls woken by dispatch or their deadline.
 //! - [`persist`]: the config/*.json files.
 //! - [`clock`]: wall-clock milliseconds.
 
@@ -27,10 +29,12 @@ pub mod consumer_offset;
 pub mod message;
 pub mod persist;
 pub mod processor;
+pub mod pull_hold;
 pub mod rebalance_lock;
 pub mod registration;
 pub mod schedule;
 pub mod server;
+pub mod slave_sync;
 pub mod stats;
 pub mod subscription_group;
 pub mod topic_config;

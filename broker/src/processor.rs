@@ -5,7 +5,11 @@
 //! Layout:
 //! - `client`: heartbeat, unregister, client config check, consumer lists, offsets,
 //!   orderly locks (RocketMQ's ClientManageProcessor + ConsumerManageProcessor).
-//! - `send`: the three send codes.
+//! - `send`: the three send codes; `send_back`: CONSUMER_SEND_MSG_BACK (retry, DLQ).
+//! - `pull`: PULL_MESSAGE / LITE_PULL_MESSAGE with long polling.
+//! - `offsets`: offsets, topic and consume stats, reset offset.
+//! - `query`: messages by key and by offset id.
+//! - `admin`: topics, groups, config, runtime info, connections.
 
 use std::sync::Arc;
 
@@ -16,7 +20,11 @@ use crate::broker::Broker;
 
 pub mod admin;
 pub mod client;
+pub mod offsets;
+pub mod pull;
+pub mod query;
 pub mod send;
+pub mod send_back;
 
 /// Routes every broker request code to its handler.
 #[derive(Debug, Clone)]
@@ -58,6 +66,22 @@ impl Processor for BrokerProcessor {
             | RequestCode::SendBatchMessage => {
                 return send::process(&self.broker, channel, &request);
             }
+            RequestCode::PullMessage | RequestCode::LitePullMessage => {
+                return pull::process(&self.broker, channel, request);
+            }
+            RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
+            RequestCode::QueryConsumerOffset => offsets::query_consumer_offset(b, &request),
+            RequestCode::GetMaxOffset => offsets::max_offset(b, &request),
+            RequestCode::GetMinOffset => offsets::min_offset(b, &request),
+            RequestCode::GetEarliestMsgStoretime => offsets::earliest_store_time(b, &request),
+            RequestCode::SearchOffsetByTimestamp => offsets::search_offset(b, &request),
+            RequestCode::GetTopicStatsInfo => offsets::topic_stats(b, &request),
+            RequestCode::GetConsumeStats => offsets::consume_stats(b, &request),
+            RequestCode::QueryConsumeTimeSpan => offsets::consume_time_span(b, &request),
+            RequestCode::InvokeBrokerToResetOffset => offsets::reset_offset(b, &request),
+            RequestCode::CloneGroupOffset => offsets::clone_group_offset(b, &request),
+            RequestCode::QueryMessage => query::query_message(b, &request),
+            RequestCode::ViewMessageById => query::view_message(b, &request),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
             RequestCode::CheckClientConfig => client::check_client_config(&request),

@@ -15,7 +15,9 @@ use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::broker::{Broker, BrokerError};
-use crate::processor::BrokerProcessor;
+use crate::processor::{BrokerProcessor, pull};
+use crate::pull_hold::PullHold;
+use store::{DispatchListener, DispatchRequest};
 
 /// Clients without a heartbeat for this long are dropped (`channelExpiredTimeout`).
 const CLIENT_EXPIRY_MS: i64 = 120_000;
@@ -50,9 +52,17 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
     let as_listener: Arc<dyn ConnectionListener> = processor;
     dispatcher.add_listener(as_listener);
 
+    let pull_tasks = start_long_polling(&broker);
+    broker
+        .store
+        .add_dispatch_listener(broker.schedule.listener());
+    if broker.role().is_master() {
+        broker.schedule.start();
+    }
     let (stop_tx, stop_rx) = watch::channel(false);
     let registration = tokio::spawn(registration_loop(Arc::clone(&broker), stop_rx.clone()));
-    let housekeeping = tokio::spawn(housekeeping(Arc::clone(&broker), stop_rx));
+    let housekeeping = tokio::spawn(housekeeping(Arc::clone(&broker), stop_rx.clone()));
+    let slave_sync = tokio::spawn(crate::slave_sync::run(Arc::clone(&broker), stop_rx));
 
     if let Ok(addr) = listener.local_addr() {
         info!(
@@ -66,8 +76,13 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
     server::run(listener, dispatcher, server_config, shutdown).await;
 
     stop_tx.send_replace(true);
+    broker.schedule.stop();
+    for task in pull_tasks {
+        task.abort();
+    }
     let _ = registration.await;
     let _ = housekeeping.await;
+    let _ = slave_sync.await;
     broker.namesrv.unregister(&broker.identity()).await;
     if let Err(e) = broker.offsets.flush() {
         error!(error = %e, "cannot persist consumer offsets");
@@ -79,6 +94,35 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
         error!(error = %e, "store shutdown failed");
     }
     info!("broker stopped");
+}
+
+/// Wires long polling: dispatch wakes held pulls, woken pulls run again.
+fn start_long_polling(broker: &Arc<Broker>) -> Vec<tokio::task::JoinHandle<()>> {
+    let hold = Arc::clone(&broker.pull_hold);
+    broker
+        .store
+        .add_dispatch_listener(Arc::new(WakePulls(Arc::clone(&hold))));
+    let for_rerun = Arc::clone(broker);
+    let for_offsets = Arc::clone(broker);
+    hold.start(
+        move |held| {
+            if let Some(response) = pull::execute(&for_rerun, &held.channel, &held.request, false) {
+                let _ = held.channel.send(response.answering(&held.request));
+            }
+        },
+        move |topic, queue_id| for_offsets.store.max_offset_in_queue(topic, queue_id),
+    )
+}
+
+/// The dispatch listener that wakes held pulls.
+#[derive(Debug)]
+struct WakePulls(Arc<PullHold>);
+
+impl DispatchListener for WakePulls {
+    fn on_dispatch(&self, d: &DispatchRequest<'_>) {
+        self.0
+            .notify(d.topic, d.queue_id, d.queue_offset, Some(d.tags_code));
+    }
 }
 
 /// Registers at once, then every `registerNameServerPeriod` and whenever topics change.

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -49,6 +49,8 @@ pub(crate) struct Shared {
     begin_time_in_lock: AtomicI64,
     /// Set (under the put lock) by `shutdown`: no more writes.
     closed: AtomicBool,
+    /// Why puts are refused ([`refuse`] bits), checked before the put lock.
+    refuse: AtomicU8,
     /// Held by the services around commit/flush and the publication of their
     /// offsets, and by `truncate_dirty`, so a sync that started before a truncation
     /// cannot publish a durable offset past it.
@@ -76,6 +78,14 @@ impl Shared {
 struct PutState {
     writer: Option<FileWriter>,
     table: QueueOffsetTable,
+}
+
+/// Reasons to refuse puts (bits of `Shared::refuse`).
+pub(crate) mod refuse {
+    /// The store is not writable (slave role).
+    pub const NOT_WRITABLE: u8 = 1;
+    /// The disk is above `diskSpaceWarningLevelRatio`.
+    pub const DISK_FULL: u8 = 2;
 }
 
 /// The CommitLog. Open it through [`crate::MessageStore`].
@@ -168,12 +178,14 @@ impl CommitLog {
             poison_reason: Mutex::new(None),
             begin_time_in_lock: AtomicI64::new(0),
             closed: AtomicBool::new(false),
+            refuse: AtomicU8::new(0),
             io_lock: Mutex::new(()),
         });
+        info!(dir = %shared.queue.dir().display(), files = shared.queue.len(), "loaded commit log files");
         let log = CommitLog {
             put: Mutex::new(PutState {
                 writer: rec.writer,
-                table: rec.table,
+                table: QueueOffsetTable::new(),
             }),
             services: Mutex::new(Vec::new()),
             recovery: rec.report,
@@ -298,6 +310,8 @@ impl CommitLog {
                         record::encode_blank(w.reserve(rem), rem as u32);
                         w.publish(rem, now);
                     }
+                    // Expiry ages a file by its modification time, as RocketMQ does.
+                    w.file().set_modified_ms(now);
                     w.file().from() + size
                 }
                 None => self.shared.queue.last().map_or(0, |l| l.from() + size),
@@ -328,6 +342,52 @@ impl CommitLog {
         if flush::is_sync(self.shared.config.flush_disk_type) {
             self.shared.flush_ctl.wakeup();
         }
+    }
+
+    /// Why a put would be refused now, if it would.
+    fn refusal(&self) -> Option<PutMessageStatus> {
+        if self.shared.is_poisoned() {
+            return Some(PutMessageStatus::WriterPoisoned);
+        }
+        let r = self.shared.refuse.load(Ordering::Acquire);
+        if r & refuse::NOT_WRITABLE != 0 {
+            Some(PutMessageStatus::ServiceNotAvailable)
+        } else if r & refuse::DISK_FULL != 0 {
+            Some(PutMessageStatus::DiskFull)
+        } else {
+            None
+        }
+    }
+
+    /// Whether puts are refused for `bit`.
+    pub(crate) fn is_refusing(&self, bit: u8) -> bool {
+        self.shared.refuse.load(Ordering::Acquire) & bit != 0
+    }
+
+    /// Returns once no put is in progress (puts check the refusal flags under the
+    /// put lock, so after a flag is set and this returns, no put passes).
+    pub(crate) fn put_barrier(&self) {
+        drop(self.put.lock());
+    }
+
+    /// Bytes written into transient pool buffers but not yet committed to the files.
+    #[must_use]
+    pub fn uncommitted_bytes(&self) -> u64 {
+        self.shared
+            .queue
+            .max_wrote_offset()
+            .saturating_sub(self.shared.queue.max_offset())
+    }
+
+    /// Sets or clears a reason to refuse puts ([`refuse`] bits); returns whether it
+    /// was set before.
+    pub(crate) fn set_refusal(&self, bit: u8, on: bool) -> bool {
+        let before = if on {
+            self.shared.refuse.fetch_or(bit, Ordering::AcqRel)
+        } else {
+            self.shared.refuse.fetch_and(!bit, Ordering::AcqRel)
+        };
+        before & bit != 0
     }
 
     /// Appends one message. Short and synchronous: lock, encode into the mapping,
@@ -362,14 +422,17 @@ impl CommitLog {
             Ok(l) => l,
             Err(s) => return PutResult::failed(s),
         };
-        if self.shared.is_poisoned() {
-            return PutResult::failed(PutMessageStatus::WriterPoisoned);
+        if let Some(s) = self.refusal() {
+            return PutResult::failed(s);
         }
         let takes_offset = recovery::takes_queue_offset(sys);
 
         let mut guard = self.put.lock();
         if self.shared.closed.load(Ordering::Acquire) {
             return PutResult::failed(PutMessageStatus::ServiceNotAvailable);
+        }
+        if let Some(s) = self.refusal() {
+            return PutResult::failed(s);
         }
         let st = &mut *guard;
         let now = now_millis();
@@ -466,13 +529,16 @@ impl CommitLog {
         if (total + END_FILE_MIN_BLANK_LENGTH) as u64 > self.file_size() {
             return PutResult::failed(PutMessageStatus::MessageIllegal);
         }
-        if self.shared.is_poisoned() {
-            return PutResult::failed(PutMessageStatus::WriterPoisoned);
+        if let Some(s) = self.refusal() {
+            return PutResult::failed(s);
         }
 
         let mut guard = self.put.lock();
         if self.shared.closed.load(Ordering::Acquire) {
             return PutResult::failed(PutMessageStatus::ServiceNotAvailable);
+        }
+        if let Some(s) = self.refusal() {
+            return PutResult::failed(s);
         }
         let st = &mut *guard;
         let now = now_millis();
@@ -575,10 +641,35 @@ impl CommitLog {
         PhyOffset(self.shared.queue.max_offset())
     }
 
-    /// First offset held.
+    /// First offset held; past the oldest file once its deletion has started
+    /// (RocketMQ `getMinOffset`).
     #[must_use]
     pub fn min_offset(&self) -> PhyOffset {
-        PhyOffset(self.shared.queue.min_offset())
+        match self.shared.queue.first() {
+            Some(f) if !f.is_available() => PhyOffset(f.from() + f.size() as u64),
+            Some(f) => PhyOffset(f.from()),
+            None => PhyOffset(0),
+        }
+    }
+
+    /// The files (oldest first), for expiry and diagnostics.
+    #[must_use]
+    pub fn files(&self) -> Vec<crate::mapped_file::MappedFile> {
+        self.shared.queue.files()
+    }
+
+    /// Forgets the oldest file once it was deleted (expiry).
+    pub(crate) fn drop_first_file(&self, from: u64) -> bool {
+        self.shared.queue.drop_first(from)
+    }
+
+    /// Bytes written but not yet durable (RocketMQ `remainHowManyDataToFlush`).
+    #[must_use]
+    pub fn unflushed_bytes(&self) -> u64 {
+        self.shared
+            .queue
+            .max_wrote_offset()
+            .saturating_sub(self.flushed_offset().0)
     }
 
     /// End of durable bytes.
@@ -700,23 +791,10 @@ impl CommitLog {
         self.put.lock().table.clone()
     }
 
-    /// Rebuilds the queue offset table from every record in the log (after HA
-    /// appends, before a slave becomes master). Interim until consume queues exist.
-    pub fn rebuild_queue_offsets(&self) {
-        let mut st = self.put.lock();
-        st.table = self.scan_table();
-    }
-
-    fn scan_table(&self) -> QueueOffsetTable {
-        let mut table = QueueOffsetTable::new();
-        for f in self.shared.queue.files() {
-            if let Some(b) = f.slice_from(0) {
-                recovery::scan(&b, f.from(), f.size(), false, |_, m| {
-                    recovery::note_queue_offset(&mut table, m)
-                });
-            }
-        }
-        table
+    /// Replaces the queue offset table (with the consume queues' max offsets, after
+    /// recovery, truncation, or before a slave becomes master).
+    pub(crate) fn set_queue_offsets(&self, table: QueueOffsetTable) {
+        self.put.lock().table = table;
     }
 }
 

@@ -1,5 +1,6 @@
-//! `StoreConfig`: the CommitLog-related keys of RocketMQ's `MessageStoreConfig`,
-//! spelled exactly as in broker.conf so an operator's settings carry over.
+//! `StoreConfig`: the keys of RocketMQ's `MessageStoreConfig` the store uses (CommitLog,
+//! consume queues, index, reads, expiry), spelled exactly as in broker.conf so an
+//! operator's settings carry over.
 
 use std::path::PathBuf;
 
@@ -16,6 +17,15 @@ pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
 pub const MIN_MAPPED_FILE_SIZE: u64 = 4096;
 /// Largest CommitLog file size: RocketMQ keeps positions in a Java `int`.
 pub const MAX_MAPPED_FILE_SIZE: u64 = i32::MAX as u64;
+/// Default consume-queue file size: 300 000 units of 20 bytes (`mappedFileSizeConsumeQueue`).
+pub const DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE: u64 = 300_000 * 20;
+/// Default hash slots per index file (`maxHashSlotNum`).
+pub const DEFAULT_MAX_HASH_SLOT_NUM: u32 = 5_000_000;
+/// Default entries per index file (`maxIndexNum`).
+pub const DEFAULT_MAX_INDEX_NUM: u32 = 20_000_000;
+/// Default delay levels (`messageDelayLevel`).
+pub const DEFAULT_MESSAGE_DELAY_LEVEL: &str =
+    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
 /// When a put counts as stored (`flushDiskType`), spelled as RocketMQ spells it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -96,6 +106,89 @@ pub struct StoreConfig {
     /// A put lock held longer than this (ms) means the page cache is busy
     /// (`osPageCacheBusyTimeOutMills`). Default 1 000.
     pub os_page_cache_busy_time_out_mills: u64,
+
+    // ---------------------------------------------------------------- consume queues
+    /// Size of each consume-queue file in bytes (`mappedFileSizeConsumeQueue`), rounded
+    /// up to a multiple of 20 as RocketMQ does. Default 6 000 000 (300 000 units).
+    pub mapped_file_size_consume_queue: u64,
+    /// Consume-queue flush period in ms (`flushIntervalConsumeQueue`). Default 1 000.
+    pub flush_interval_consume_queue: u64,
+    /// Flush a consume queue only when this many pages are dirty
+    /// (`flushConsumeQueueLeastPages`). Default 2.
+    pub flush_consume_queue_least_pages: u32,
+    /// Flush everything (and advance the checkpoint's logics/index timestamps) once per
+    /// this many ms (`flushConsumeQueueThoroughInterval`). Default 60 000.
+    pub flush_consume_queue_thorough_interval: u64,
+
+    // ---------------------------------------------------------------- index
+    /// Hash slots per index file (`maxHashSlotNum`). Default 5 000 000.
+    pub max_hash_slot_num: u32,
+    /// Entries per index file (`maxIndexNum`); entry 0 is never used. Default 20 000 000.
+    pub max_index_num: u32,
+    /// Most offsets one key query collects (`maxMsgsNumBatch`). Default 64.
+    pub max_msgs_num_batch: usize,
+    /// Default result count of a key query (`defaultQueryMaxNum`). Default 32.
+    pub default_query_max_num: usize,
+
+    // ---------------------------------------------------------------- reads
+    /// Pull transfer cap in bytes while the data is in page cache
+    /// (`maxTransferBytesOnMessageInMemory`). Default 256 KiB.
+    pub max_transfer_bytes_on_message_in_memory: usize,
+    /// Pull transfer cap in messages while in page cache
+    /// (`maxTransferCountOnMessageInMemory`). Default 32.
+    pub max_transfer_count_on_message_in_memory: usize,
+    /// Pull transfer cap in bytes once the data is "on disk"
+    /// (`maxTransferBytesOnMessageInDisk`). Default 64 KiB.
+    pub max_transfer_bytes_on_message_in_disk: usize,
+    /// Pull transfer cap in messages once on disk (`maxTransferCountOnMessageInDisk`).
+    /// Default 8.
+    pub max_transfer_count_on_message_in_disk: usize,
+    /// Data further behind the CommitLog's end than this percentage of physical RAM
+    /// counts as on disk, and pulls there are told to try the slave
+    /// (`accessMessageInMemoryMaxRatio`). Default 40; 0..=100.
+    pub access_message_in_memory_max_ratio: u32,
+
+    // ---------------------------------------------------------------- delay levels
+    /// Delay levels, space separated, each a number with a unit `s`, `m`, `h` or `d`
+    /// (`messageDelayLevel`). Level L (1-based) is the L-th entry; the consume-queue
+    /// tags code of a `SCHEDULE_TOPIC_XXXX` record is its deliver time. Default
+    /// `"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"`.
+    pub message_delay_level: String,
+
+    // ---------------------------------------------------------------- expiry
+    /// Hours a CommitLog file is kept after its last write (`fileReservedTime`).
+    /// Default 72.
+    pub file_reserved_time: u64,
+    /// Local hours at which expired files are deleted, `;`-separated (`deleteWhen`).
+    /// Default `"04"`.
+    pub delete_when: String,
+    /// Above this disk usage (percent) expired files are deleted at once, whatever the
+    /// hour (`diskMaxUsedSpaceRatio`). Default 75; clamped to 10..=95.
+    pub disk_max_used_space_ratio: u32,
+    /// Above this disk usage (percent) files are deleted regardless of age, if
+    /// `cleanFileForciblyEnable` (`diskSpaceCleanForciblyRatio`, a 5.x key; 4.9 reads
+    /// a system property with the same default). Default 85.
+    pub disk_space_clean_forcibly_ratio: u32,
+    /// Above this disk usage (percent) puts are refused until usage falls
+    /// (`diskSpaceWarningLevelRatio`). Default 90.
+    pub disk_space_warning_level_ratio: u32,
+    /// Allow deleting unexpired files above `diskSpaceCleanForciblyRatio`
+    /// (`cleanFileForciblyEnable`). Default true.
+    pub clean_file_forcibly_enable: bool,
+    /// Period of the cleanup pass in ms (`cleanResourceInterval`). Default 10 000.
+    pub clean_resource_interval: u64,
+    /// Pause between two CommitLog file deletions in ms
+    /// (`deleteCommitLogFilesInterval`). Default 100.
+    pub delete_commit_log_files_interval: u64,
+    /// Pause after the files of one consume queue were deleted, in ms
+    /// (`deleteConsumeQueueFilesInterval`). Default 100.
+    pub delete_consume_queue_files_interval: u64,
+    /// A file whose deletion waits for readers this long (ms) is deleted anyway
+    /// (`destroyMapedFileIntervalForcibly`, RocketMQ's spelling). Default 120 000.
+    pub destroy_maped_file_interval_forcibly: u64,
+    /// Retry a deletion that waited for readers every this many ms
+    /// (`redeleteHangedFileInterval`). Default 120 000.
+    pub redelete_hanged_file_interval: u64,
 }
 
 impl Default for StoreConfig {
@@ -123,8 +216,67 @@ impl Default for StoreConfig {
             message_index_enable: true,
             message_index_safe: false,
             os_page_cache_busy_time_out_mills: 1_000,
+            mapped_file_size_consume_queue: DEFAULT_MAPPED_FILE_SIZE_CONSUME_QUEUE,
+            flush_interval_consume_queue: 1_000,
+            flush_consume_queue_least_pages: 2,
+            flush_consume_queue_thorough_interval: 60_000,
+            max_hash_slot_num: DEFAULT_MAX_HASH_SLOT_NUM,
+            max_index_num: DEFAULT_MAX_INDEX_NUM,
+            max_msgs_num_batch: 64,
+            default_query_max_num: 32,
+            max_transfer_bytes_on_message_in_memory: 256 * 1024,
+            max_transfer_count_on_message_in_memory: 32,
+            max_transfer_bytes_on_message_in_disk: 64 * 1024,
+            max_transfer_count_on_message_in_disk: 8,
+            access_message_in_memory_max_ratio: 40,
+            message_delay_level: DEFAULT_MESSAGE_DELAY_LEVEL.to_owned(),
+            file_reserved_time: 72,
+            delete_when: "04".to_owned(),
+            disk_max_used_space_ratio: 75,
+            disk_space_clean_forcibly_ratio: 85,
+            disk_space_warning_level_ratio: 90,
+            clean_file_forcibly_enable: true,
+            clean_resource_interval: 10_000,
+            delete_commit_log_files_interval: 100,
+            delete_consume_queue_files_interval: 100,
+            destroy_maped_file_interval_forcibly: 120_000,
+            redelete_hanged_file_interval: 120_000,
         }
     }
+}
+
+/// Parses `messageDelayLevel` into delays in ms, level 1 first.
+///
+/// # Errors
+/// An entry that is not a number followed by `s`, `m`, `h` or `d`.
+pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, ConfigError> {
+    let bad = |reason| ConfigError::Invalid {
+        key: "messageDelayLevel",
+        value: s.to_owned(),
+        reason,
+    };
+    s.split(' ')
+        .filter(|v| !v.is_empty())
+        .map(|v| {
+            let (num, unit) = v.split_at(v.len() - 1);
+            let unit_ms: i64 = match unit {
+                "s" => 1_000,
+                "m" => 60_000,
+                "h" => 3_600_000,
+                "d" => 86_400_000,
+                _ => return Err(bad("each level needs a unit s, m, h or d")),
+            };
+            let n: i64 = num.parse().map_err(|_| bad("a level is not a number"))?;
+            n.checked_mul(unit_ms).ok_or(bad("a level is too long"))
+        })
+        .collect()
+}
+
+/// Parses `deleteWhen` (`"04"`, `"04;10"`) into hours; unparsable entries are skipped,
+/// as RocketMQ would fail on them.
+#[must_use]
+pub fn parse_delete_when(s: &str) -> Vec<u32> {
+    s.split(';').filter_map(|h| h.trim().parse().ok()).collect()
 }
 
 impl StoreConfig {
@@ -155,6 +307,24 @@ impl StoreConfig {
     #[must_use]
     pub fn abort_path(&self) -> PathBuf {
         self.store_path_root_dir.join("abort")
+    }
+
+    /// The consume-queue root (`<root>/consumequeue`).
+    #[must_use]
+    pub fn consume_queue_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("consumequeue")
+    }
+
+    /// The index directory (`<root>/index`).
+    #[must_use]
+    pub fn index_dir(&self) -> PathBuf {
+        self.store_path_root_dir.join("index")
+    }
+
+    /// Size of one index file: 40-byte header, 4 bytes per slot, 20 per entry.
+    #[must_use]
+    pub fn index_file_size(&self) -> u64 {
+        40 + 4 * u64::from(self.max_hash_slot_num) + 20 * u64::from(self.max_index_num)
     }
 
     /// Largest record the encoder accepts: body limit + 64 KiB, as RocketMQ reserves.
@@ -213,6 +383,61 @@ impl StoreConfig {
                 *v = 1;
             }
         }
+        let cq = self.mapped_file_size_consume_queue.div_ceil(20) * 20;
+        if !(20..=MAX_MAPPED_FILE_SIZE).contains(&cq) {
+            return Err(ConfigError::Invalid {
+                key: "mappedFileSizeConsumeQueue",
+                value: self.mapped_file_size_consume_queue.to_string(),
+                reason: "must hold at least one 20-byte unit and stay below 2 GiB",
+            });
+        }
+        self.mapped_file_size_consume_queue = cq;
+        if self.max_hash_slot_num == 0 || self.max_index_num < 2 {
+            return Err(ConfigError::Invalid {
+                key: "maxHashSlotNum/maxIndexNum",
+                value: format!("{}/{}", self.max_hash_slot_num, self.max_index_num),
+                reason: "need at least one slot and two entries (entry 0 is unused)",
+            });
+        }
+        if self.index_file_size() > MAX_MAPPED_FILE_SIZE {
+            return Err(ConfigError::Invalid {
+                key: "maxIndexNum",
+                value: self.max_index_num.to_string(),
+                reason: "the index file would exceed 2 GiB",
+            });
+        }
+        parse_delay_levels(&self.message_delay_level)?;
+        if self.access_message_in_memory_max_ratio > 100 {
+            warn!(
+                value = self.access_message_in_memory_max_ratio,
+                "accessMessageInMemoryMaxRatio above 100; using 100"
+            );
+            self.access_message_in_memory_max_ratio = 100;
+        }
+        let ratio = self.disk_max_used_space_ratio.clamp(10, 95);
+        if ratio != self.disk_max_used_space_ratio {
+            warn!(
+                value = self.disk_max_used_space_ratio,
+                used = ratio,
+                "diskMaxUsedSpaceRatio outside 10..=95; clamped"
+            );
+            self.disk_max_used_space_ratio = ratio;
+        }
+        if parse_delete_when(&self.delete_when).is_empty() {
+            warn!(delete_when = %self.delete_when, "deleteWhen names no hour; expired files are deleted only when the disk fills");
+        }
+        for (key, v) in [
+            (
+                "flushIntervalConsumeQueue",
+                &mut self.flush_interval_consume_queue,
+            ),
+            ("cleanResourceInterval", &mut self.clean_resource_interval),
+        ] {
+            if *v == 0 {
+                warn!(key, "interval 0 ms would spin; using 1 ms");
+                *v = 1;
+            }
+        }
         if (self.max_record_size() as u64) + 8 > size {
             warn!(
                 max_message_size = self.max_message_size,
@@ -260,12 +485,58 @@ mod tests {
     }
 
     #[test]
+    fn index_and_expiry_defaults_and_clamps() {
+        let mut c = StoreConfig::with_root("/tmp/x");
+        assert_eq!(c.mapped_file_size_consume_queue, 6_000_000);
+        assert_eq!(c.index_file_size(), 420_000_040);
+        assert_eq!(c.disk_max_used_space_ratio, 75);
+        assert_eq!(c.file_reserved_time, 72);
+        assert_eq!(c.delete_when, "04");
+        assert_eq!(c.max_transfer_bytes_on_message_in_memory, 256 * 1024);
+        assert_eq!(c.max_transfer_count_on_message_in_disk, 8);
+        c.disk_max_used_space_ratio = 99;
+        c.mapped_file_size_consume_queue = 1001;
+        c.sanitize().unwrap();
+        assert_eq!(c.disk_max_used_space_ratio, 95);
+        assert_eq!(
+            c.mapped_file_size_consume_queue, 1020,
+            "rounded up to whole units"
+        );
+        c.disk_max_used_space_ratio = 1;
+        c.sanitize().unwrap();
+        assert_eq!(c.disk_max_used_space_ratio, 10);
+        c.message_delay_level = "1s 2x".into();
+        assert!(c.sanitize().is_err());
+    }
+
+    #[test]
+    fn delay_levels_and_delete_when_parse() {
+        assert_eq!(
+            parse_delay_levels("1s 5s 1m 2h 1d").unwrap(),
+            vec![1_000, 5_000, 60_000, 7_200_000, 86_400_000]
+        );
+        assert_eq!(
+            parse_delay_levels(DEFAULT_MESSAGE_DELAY_LEVEL)
+                .unwrap()
+                .len(),
+            18
+        );
+        assert!(parse_delay_levels("s").is_err());
+        assert_eq!(parse_delete_when("04"), vec![4]);
+        assert_eq!(parse_delete_when("04;10; 23"), vec![4, 10, 23]);
+        assert!(parse_delete_when("x").is_empty());
+    }
+
+    #[test]
     fn deserializes_rocketmq_key_names() {
         let c: StoreConfig = serde_json::from_str(
             r#"{"storePathRootDir": "/data/s", "mappedFileSizeCommitLog": 65536,
                 "flushDiskType": "SYNC_FLUSH", "checkCRCOnRecover": false,
                 "warmMapedFileEnable": true, "transientStorePoolEnable": true,
-                "syncFlushTimeout": 100}"#,
+                "syncFlushTimeout": 100, "fileReservedTime": 48, "deleteWhen": "03;04",
+                "diskMaxUsedSpaceRatio": 80, "destroyMapedFileIntervalForcibly": 5000,
+                "mappedFileSizeConsumeQueue": 6000, "maxHashSlotNum": 100,
+                "messageDelayLevel": "1s 2s"}"#,
         )
         .unwrap();
         assert_eq!(c.store_path_root_dir, PathBuf::from("/data/s"));
@@ -275,6 +546,13 @@ mod tests {
         assert!(c.warm_maped_file_enable);
         assert!(c.transient_store_pool_enable);
         assert_eq!(c.sync_flush_timeout, 100);
+        assert_eq!(c.file_reserved_time, 48);
+        assert_eq!(c.delete_when, "03;04");
+        assert_eq!(c.disk_max_used_space_ratio, 80);
+        assert_eq!(c.destroy_maped_file_interval_forcibly, 5000);
+        assert_eq!(c.mapped_file_size_consume_queue, 6000);
+        assert_eq!(c.max_hash_slot_num, 100);
+        assert_eq!(c.message_delay_level, "1s 2s");
         assert_eq!(
             c.flush_interval_commit_log, 500,
             "absent keys keep defaults"

@@ -59,12 +59,23 @@ impl ServiceControl {
     }
 }
 
+/// Wakes a service that sleeps on something other than its [`ServiceControl`].
+pub(crate) type Nudge = Box<dyn Fn() + Send>;
+
 /// A named thread with a [`ServiceControl`]; stopping sets the flag, wakes and joins.
-#[derive(Debug)]
 pub(crate) struct ServiceThread {
     name: &'static str,
     ctl: Arc<ServiceControl>,
+    nudge: Option<Nudge>,
     handle: Option<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for ServiceThread {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServiceThread")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ServiceThread {
@@ -87,12 +98,22 @@ impl ServiceThread {
         Ok(ServiceThread {
             name,
             ctl,
+            nudge: None,
             handle: Some(handle),
         })
     }
 
+    /// Also runs `nudge` when stopping, after the stop flag is set.
+    pub(crate) fn with_nudge(mut self, nudge: Nudge) -> Self {
+        self.nudge = Some(nudge);
+        self
+    }
+
     pub(crate) fn stop(&mut self) {
         self.ctl.stop();
+        if let Some(n) = &self.nudge {
+            n();
+        }
         if let Some(h) = self.handle.take() {
             if h.join().is_err() {
                 error!(service = self.name, "service thread panicked");
@@ -114,10 +135,8 @@ const GROUP_COMMIT_WAIT: Duration = Duration::from_millis(10);
 
 fn note_checkpoint(s: &Shared, store_timestamp: i64, last: &mut (Instant, i64), force: bool) {
     if store_timestamp > 0 {
+        // logicsMsgTimestamp and indexMsgTimestamp belong to the consume-queue flush.
         s.checkpoint.set_physic_msg_timestamp(store_timestamp);
-        // TODO(consume-queue issue): the consume queue flush owns logicsMsgTimestamp;
-        // until it exists nothing else needs redoing after a crash.
-        s.checkpoint.set_logics_msg_timestamp(store_timestamp);
     }
     let changed = store_timestamp > last.1;
     if force || (changed && last.0.elapsed() >= CHECKPOINT_INTERVAL) {

@@ -1,5 +1,6 @@
-//! The ordered, consecutive CommitLog files: load from disk, find by offset, flush and
-//! commit across file boundaries, drop a dirty tail.
+//! The ordered, consecutive mapped files of one log (the CommitLog, or one consume
+//! queue): load from disk, find by offset, flush and commit across file boundaries,
+//! drop a dirty tail, drop expired files at the front.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -7,7 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
-use tracing::{info, warn};
+use tracing::{debug, warn};
 
 use crate::error::{Result, StoreError};
 use crate::mapped_file::{MappedFile, TransientStorePool, parse_file_name, sync_dir};
@@ -71,7 +72,7 @@ impl MappedFileQueue {
             }
             files.push(MappedFile::open(&path, from, file_size)?);
         }
-        info!(dir = %dir.display(), files = files.len(), "loaded commit log files");
+        debug!(dir = %dir.display(), files = files.len(), "loaded mapped files");
         Ok(MappedFileQueue {
             dir: dir.to_owned(),
             file_size,
@@ -80,6 +81,48 @@ impl MappedFileQueue {
             committed_where: AtomicU64::new(0),
             pool,
         })
+    }
+
+    /// A queue of no files in `dir`, which is not touched (created with the first file).
+    #[must_use]
+    pub fn empty(dir: &Path, file_size: usize) -> Self {
+        MappedFileQueue {
+            dir: dir.to_owned(),
+            file_size,
+            files: RwLock::new(Vec::new()),
+            flushed_where: AtomicU64::new(0),
+            committed_where: AtomicU64::new(0),
+            pool: None,
+        }
+    }
+
+    /// The oldest file.
+    #[must_use]
+    pub fn first(&self) -> Option<MappedFile> {
+        self.files.read().first().cloned()
+    }
+
+    /// Number of files.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.files.read().len()
+    }
+
+    /// Whether there are no files.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.files.read().is_empty()
+    }
+
+    /// Forgets the oldest file if it starts at `from` (after it was deleted).
+    pub(crate) fn drop_first(&self, from: u64) -> bool {
+        let mut files = self.files.write();
+        if files.first().is_some_and(|f| f.from() == from) {
+            files.remove(0);
+            true
+        } else {
+            false
+        }
     }
 
     /// Directory of the files.

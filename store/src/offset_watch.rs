@@ -44,6 +44,8 @@ struct Waiters {
 #[derive(Debug, Default)]
 pub struct OffsetWatch {
     value: AtomicU64,
+    /// Bumped by [`OffsetWatch::interrupt`].
+    epoch: AtomicU64,
     failed: AtomicBool,
     interest: AtomicUsize,
     waiters: Mutex<Waiters>,
@@ -175,13 +177,36 @@ impl OffsetWatch {
     /// Blocks the calling thread until the offset reaches `target` or `timeout`
     /// passes; returns the offset then.
     pub fn wait_blocking(&self, target: u64, timeout: Duration) -> u64 {
+        self.wait_blocking_since(target, timeout, self.epoch())
+    }
+
+    /// The interrupt epoch, to pass to [`wait_blocking_since`](Self::wait_blocking_since).
+    #[must_use]
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// Ends every blocking wait now (a service thread being stopped), and those that
+    /// start with an older epoch.
+    pub fn interrupt(&self) {
+        let _g = self.waiters.lock();
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.cvar.notify_all();
+    }
+
+    /// As [`wait_blocking`](Self::wait_blocking), also returning once
+    /// [`interrupt`](Self::interrupt) was called after `epoch` was read.
+    pub fn wait_blocking_since(&self, target: u64, timeout: Duration, epoch: u64) -> u64 {
         let deadline = Instant::now() + timeout;
         if self.get() >= target {
             return self.get();
         }
         self.interest.fetch_add(1, Ordering::SeqCst);
         let mut guard = self.waiters.lock();
-        while self.value.load(Ordering::SeqCst) < target && !self.is_failed() {
+        while self.value.load(Ordering::SeqCst) < target
+            && !self.is_failed()
+            && self.epoch.load(Ordering::SeqCst) == epoch
+        {
             if self.cvar.wait_until(&mut guard, deadline).timed_out() {
                 break;
             }

@@ -196,11 +196,11 @@ pub struct RecoveryReport {
     pub elapsed: Duration,
 }
 
-/// The state recovery hands to the CommitLog.
+/// The state recovery hands to the CommitLog. Queue offsets are not rebuilt here: the
+/// store takes them from the consume queues once those are recovered.
 #[derive(Debug)]
 pub(crate) struct Recovered {
     pub report: RecoveryReport,
-    pub table: QueueOffsetTable,
     /// Writer of the file holding the end, unless that file is full.
     pub writer: Option<FileWriter>,
 }
@@ -229,7 +229,7 @@ fn last_nonzero(bytes: &[u8]) -> Option<usize> {
     bytes[..end].iter().rposition(|&b| b != 0)
 }
 
-/// Recovers the files of `queue`: scans, truncates, rebuilds the queue offset table.
+/// Recovers the files of `queue`: scans and truncates.
 pub(crate) fn recover(
     queue: &MappedFileQueue,
     checkpoint: &Checkpoint,
@@ -244,7 +244,6 @@ pub(crate) fn recover(
         RecoveryMode::Normal
     };
     let files = queue.files();
-    let mut table = QueueOffsetTable::new();
     if files.is_empty() {
         queue.set_where(0);
         let report = RecoveryReport {
@@ -261,7 +260,6 @@ pub(crate) fn recover(
         info!(?mode, "commit log is empty");
         return Ok(Recovered {
             report,
-            table,
             writer: None,
         });
     }
@@ -280,26 +278,12 @@ pub(crate) fn recover(
     };
     let check_crc = abnormal || check_crc_on_recover;
 
-    // Interim (until consume queues exist): queue offsets of older files come from a
-    // header walk without CRC checks.
-    for f in &files[..start] {
-        f.with_raw(|b| {
-            scan(b, f.from(), f.size(), false, |_, m| {
-                note_queue_offset(&mut table, m)
-            })
-        });
-    }
-
     let mut records = 0u64;
     let mut end_idx = files.len() - 1;
     let mut end_rel = 0usize;
     let mut stop = StopReason::EndOfData;
     for (i, f) in files.iter().enumerate().skip(start) {
-        let s = f.with_raw(|b| {
-            scan(b, f.from(), f.size(), check_crc, |_, m| {
-                note_queue_offset(&mut table, m)
-            })
-        });
+        let s = f.with_raw(|b| scan(b, f.from(), f.size(), check_crc, |_, _| {}));
         records += s.records;
         stop = s.stop;
         end_idx = i;
@@ -375,11 +359,7 @@ pub(crate) fn recover(
         elapsed_ms = report.elapsed.as_millis() as u64,
         "commit log recovered"
     );
-    Ok(Recovered {
-        report,
-        table,
-        writer,
-    })
+    Ok(Recovered { report, writer })
 }
 
 #[cfg(test)]

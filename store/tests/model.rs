@@ -1,7 +1,8 @@
 //! Model-based test: random put / batch / flush / reopen / crash-reopen (garbage tail
 //! plus abort marker) / truncate-tail sequences against a plain in-memory model of the
 //! log (records with their offsets, queue offsets and bodies), with 4 KiB files so
-//! rolls and BLANK markers happen constantly.
+//! rolls and BLANK markers happen constantly. After every step the consume queues,
+//! read through `get_message`, must hold exactly the model's records of each queue.
 #![allow(clippy::unwrap_used)] // helpers outside #[test] fns
 
 mod common;
@@ -12,7 +13,10 @@ use common::{config, msg};
 use proptest::prelude::*;
 use store::offset_watch::block_on;
 use store::record::{self, Record};
-use store::{FlushDiskType, MessageBatch, MessageStore, PhyOffset, PutMessageStatus, RecordAt};
+use store::{
+    FlushDiskType, GetMessageStatus, MatchAll, MessageBatch, MessageStore, PhyOffset,
+    PutMessageStatus, RecordAt,
+};
 
 const FILE: u64 = 4096;
 const TOPICS: [&str; 3] = ["a", "bb", "topic-ccc"];
@@ -123,6 +127,48 @@ fn check(store: &MessageStore, model: &Model) -> Result<(), TestCaseError> {
         }
     }
     prop_assert_eq!(&got, &model.recs);
+    check_queues(store, model)
+}
+
+/// Every queue read through `get_message` holds exactly the model's records.
+fn check_queues(store: &MessageStore, model: &Model) -> Result<(), TestCaseError> {
+    prop_assert!(store.wait_dispatched(std::time::Duration::from_secs(10)));
+    for topic in TOPICS {
+        for queue in 0..2 {
+            let expect: Vec<(u64, Vec<u8>)> = model
+                .recs
+                .iter()
+                .filter(|r| r.topic == topic && r.queue == queue)
+                .map(|r| (r.queue_offset, r.body.clone()))
+                .collect();
+            let mut got = vec![];
+            let mut offset = 0;
+            loop {
+                let r = store.get_message(topic, queue, offset, 32, None, &MatchAll);
+                match r.status {
+                    GetMessageStatus::Found => {
+                        for (q, b) in r.queue_offsets.iter().zip(&r.messages) {
+                            let Ok(Some(Record::Message(m))) = record::decode(b) else {
+                                return Err(TestCaseError::fail("pulled bytes are not a record"));
+                            };
+                            prop_assert_eq!(m.queue_offset, *q);
+                            got.push((*q, m.body.to_vec()));
+                        }
+                        offset = r.next_begin_offset;
+                    }
+                    GetMessageStatus::OffsetOverflowOne
+                    | GetMessageStatus::NoMatchedLogicQueue
+                    | GetMessageStatus::NoMessageInQueue => break,
+                    other => return Err(TestCaseError::fail(format!("{topic}/{queue}: {other}"))),
+                }
+            }
+            prop_assert_eq!(&got, &expect, "queue {}/{}", topic, queue);
+            prop_assert_eq!(
+                store.commit_log().queue_offset(topic, queue).0,
+                expect.last().map_or(0, |e| e.0 + 1)
+            );
+        }
+    }
     Ok(())
 }
 
@@ -237,7 +283,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                 let keep = model.recs.len().saturating_sub(records);
                 if keep < model.recs.len() {
                     let cut = model.recs[keep].offset;
-                    s.commit_log().truncate_dirty(PhyOffset(cut)).unwrap();
+                    s.truncate_dirty(PhyOffset(cut)).unwrap();
                     model.recs.truncate(keep);
                     model.end = cut;
                 }

@@ -17,7 +17,7 @@ use remoting::protocol::broker::{
     QueryTopicConsumeByWhoRequestHeader,
 };
 use remoting::protocol::constants::{perm, system, validate_topic, version_name};
-use remoting::protocol::subscription::{DelayOffsetSerializeWrapper, SubscriptionGroupConfig};
+use remoting::protocol::subscription::SubscriptionGroupConfig;
 use remoting::protocol::topic::{TopicConfig, TopicFilterType};
 use remoting::server::Reply;
 use remoting::settings::Settings;
@@ -28,7 +28,6 @@ use tracing::info;
 use super::{Handled, Refusal, success};
 use crate::broker::Broker;
 use crate::config::BrokerConfig;
-use crate::persist;
 
 /// How long a relayed call to a consumer may take.
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -149,13 +148,9 @@ pub fn all_consumer_offsets(broker: &Broker) -> Handled {
     Ok(success().with_body(json(&broker.offsets.wrapper())?))
 }
 
-/// GET_ALL_DELAY_OFFSET (45): delayOffset.json as written by the schedule service.
+/// GET_ALL_DELAY_OFFSET (45): the schedule service's progress per delay level.
 pub fn all_delay_offsets(broker: &Broker) -> Handled {
-    let path = persist::config_path(broker.store_root(), persist::DELAY_OFFSET_JSON);
-    let table = persist::load::<DelayOffsetSerializeWrapper>(&path)
-        .map_err(|e| Refusal::system(e.to_string()))?
-        .unwrap_or_default();
-    Ok(success().with_body(json(&table)?))
+    Ok(success().with_body(json(&broker.schedule.offsets())?))
 }
 
 /// Every setting of the broker and its store as `key=value` properties text.
@@ -259,118 +254,38 @@ pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handl
     Ok(success())
 }
 
-/// GET_BROKER_RUNTIME_INFO (28): the KV table `clusterList` / `brokerStatus` read.
+/// GET_BROKER_RUNTIME_INFO (28): the KV table `clusterList` / `brokerStatus` read: the
+/// store's figures plus the broker's counters and version.
 pub fn runtime_info(broker: &Broker) -> Handled {
-    let mut table = BTreeMap::new();
+    let mut table = broker.store.runtime_info();
     let version = remoting::command::CURRENT_VERSION;
     table.insert(
         "brokerVersionDesc".to_owned(),
         version_name(version).to_owned(),
     );
     table.insert("brokerVersion".to_owned(), version.to_string());
-    table.insert("bootTimestamp".to_owned(), broker.boot_time().to_string());
-    let up = (crate::clock::now_ms() - broker.boot_time()) / 1000;
-    table.insert(
-        "runtime".to_owned(),
-        format!(
-            "[ {} days, {} hours, {} minutes, {} seconds ]",
-            up / 86400,
-            up / 3600 % 24,
-            up / 60 % 60,
-            up % 60
-        ),
-    );
     for (k, v) in broker.stats.runtime_entries() {
         table.insert(k.to_owned(), v);
     }
-    let log = broker.store.commit_log();
-    table.insert(
-        "commitLogMinOffset".to_owned(),
-        log.min_offset().0.to_string(),
-    );
-    table.insert(
-        "commitLogMaxOffset".to_owned(),
-        log.max_offset().0.to_string(),
-    );
-    table.insert(
-        "pageCacheLockTimeMills".to_owned(),
-        log.lock_time_millis().to_string(),
-    );
-    table.insert(
-        "remainHowManyDataToFlush".to_owned(),
-        format!(
-            "{} B",
-            log.max_offset().0.saturating_sub(log.flushed_offset().0)
-        ),
-    );
-    for key in [
-        "sendThreadPoolQueueSize",
-        "pullThreadPoolQueueSize",
-        "queryThreadPoolQueueSize",
-        "sendThreadPoolQueueHeadWaitTimeMills",
-        "pullThreadPoolQueueHeadWaitTimeMills",
-        "queryThreadPoolQueueHeadWaitTimeMills",
-        "dispatchBehindBytes",
-        "startAcceptSendRequestTimeStamp",
-    ] {
-        table
-            .entry(key.to_owned())
-            .or_insert_with(|| "0".to_owned());
-    }
-    for (key, cap) in [
+    // sluice has no send/pull/query thread-pool queues; RocketMQ's tools read these
+    // keys, so they are reported empty with RocketMQ's default capacities.
+    for (key, value) in [
+        ("sendThreadPoolQueueSize", "0"),
+        ("pullThreadPoolQueueSize", "0"),
+        ("queryThreadPoolQueueSize", "0"),
+        ("sendThreadPoolQueueHeadWaitTimeMills", "0"),
+        ("pullThreadPoolQueueHeadWaitTimeMills", "0"),
+        ("queryThreadPoolQueueHeadWaitTimeMills", "0"),
         ("sendThreadPoolQueueCapacity", "10000"),
         ("pullThreadPoolQueueCapacity", "100000"),
         ("queryThreadPoolQueueCapacity", "20000"),
+        ("startAcceptSendRequestTimeStamp", "0"),
     ] {
-        table.insert(key.to_owned(), cap.to_owned());
+        table
+            .entry(key.to_owned())
+            .or_insert_with(|| value.to_owned());
     }
-    let (ratio, capacity) = disk_usage(broker.store_root());
-    table.insert("commitLogDiskRatio".to_owned(), format!("{ratio}"));
-    table.insert("consumeQueueDiskRatio".to_owned(), format!("{ratio}"));
-    table.insert("commitLogDirCapacity".to_owned(), capacity);
-    table
-        .entry("earliestMessageTimeStamp".to_owned())
-        .or_insert_with(|| "0".to_owned());
     Ok(success().with_body(json(&KvTable { table })?))
-}
-
-/// Used fraction of the file system holding `path`, and RocketMQ's capacity text.
-fn disk_usage(path: &std::path::Path) -> (f64, String) {
-    match statvfs(path) {
-        Some((total, free)) if total > 0 => {
-            #[allow(clippy::cast_precision_loss, reason = "a ratio")]
-            let ratio = (total - free) as f64 / total as f64;
-            (
-                ratio,
-                format!(
-                    "Total : {}, Free : {}.",
-                    human_bytes(total),
-                    human_bytes(free)
-                ),
-            )
-        }
-        _ => (0.0, "Total : 0 B, Free : 0 B.".to_owned()),
-    }
-}
-
-/// Total and available bytes of the file system holding `path`.
-fn statvfs(path: &std::path::Path) -> Option<(u64, u64)> {
-    Some((
-        fs4::total_space(path).ok()?,
-        fs4::available_space(path).ok()?,
-    ))
-}
-
-fn human_bytes(b: u64) -> String {
-    const UNITS: [&str; 6] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
-    #[allow(clippy::cast_precision_loss, reason = "display only")]
-    let mut v = b as f64;
-    let mut unit = 0;
-    while v >= 1024.0 && unit + 1 < UNITS.len() {
-        v /= 1024.0;
-        unit += 1;
-    }
-    format!("{v:.1} {}", UNITS[unit])
 }
 
 fn connection(info: &crate::client_manager::ClientChannelInfo) -> Connection {

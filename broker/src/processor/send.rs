@@ -30,6 +30,19 @@ const APPLY_TOPIC_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for fu
 
 /// Handles one send request.
 pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Reply {
+    // Flow control where RocketMQ has it: a put holding the lock longer than
+    // osPageCacheBusyTimeOutMills means the page cache is thrashing; refuse instead of
+    // queueing behind it (the 5.x producer retries on SYSTEM_BUSY).
+    if broker.store.commit_log().is_os_page_cache_busy() {
+        return Reply::Now(send_response_extras(
+            broker,
+            Refusal::new(
+                ResponseCode::SystemBusy,
+                "[REJECTREQUEST]system busy, start flow control for a while",
+            )
+            .into_response(),
+        ));
+    }
     let header = match decode_header(request) {
         Ok(h) => h,
         Err(refusal) => return Reply::Now(refusal.into_response()),
@@ -41,8 +54,8 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
     };
     let result = match &prepared {
-        Prepared::One(msg) => broker.store.commit_log().put(msg),
-        Prepared::Batch(b) => broker.store.commit_log().put_batch(b),
+        Prepared::One(msg) => broker.store.put_message(msg),
+        Prepared::Batch(b) => broker.store.put_messages(b),
     };
     broker.stats.record_put(&header.topic, &result);
     let wait =
@@ -52,7 +65,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         (Some(append), true)
             if broker.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH =>
         {
-            let flush = broker.store.commit_log().wait_flushed(append.end_offset());
+            let flush = broker.store.wait_flushed(append.end_offset());
             let response_base = send_response_extras(
                 broker,
                 RemotingCommand::response(ResponseCode::Success, None),
@@ -200,13 +213,7 @@ fn prepare(
     }
     let mut properties = message::with(&props, CLUSTER, &cluster);
     if delay > 0 {
-        let max_level = i32::try_from(broker.delay_levels.len()).unwrap_or(i32::MAX);
-        let level = delay.min(max_level);
-        properties = message::with(&properties, REAL_TOPIC, &topic);
-        properties = message::with(&properties, REAL_QID, &queue_id.to_string());
-        properties = message::with(&properties, DELAY, &level.to_string());
-        topic = system::SCHEDULE_TOPIC.to_owned();
-        queue_id = level - 1;
+        (topic, queue_id, properties) = delay_rewrite(broker, &topic, queue_id, &properties, delay);
     }
     Ok(Prepared::One(MessageInner {
         topic,
@@ -221,6 +228,25 @@ fn prepare(
         reconsume_times,
         prepared_transaction_offset: 0,
     }))
+}
+
+/// Parks a message with delay `level` in SCHEDULE_TOPIC_XXXX: queue `level − 1`
+/// (clamped to the highest level), the real topic and queue kept in REAL_TOPIC /
+/// REAL_QID. Returns the new topic, queue and properties.
+#[must_use]
+pub fn delay_rewrite(
+    broker: &Broker,
+    topic: &str,
+    queue_id: i32,
+    properties: &str,
+    level: i32,
+) -> (String, i32, String) {
+    let max_level = i32::try_from(broker.delay_levels.len()).unwrap_or(i32::MAX);
+    let level = level.clamp(1, max_level);
+    let mut props = message::with(properties, REAL_TOPIC, topic);
+    props = message::with(&props, REAL_QID, &queue_id.to_string());
+    props = message::with(&props, DELAY, &level.to_string());
+    (system::SCHEDULE_TOPIC.to_owned(), level - 1, props)
 }
 
 /// RocketMQ's `msgCheck`: broker and topic permissions, topic name, auto-creation,
@@ -301,7 +327,9 @@ fn check(
     Ok(topic_config)
 }
 
-fn random_queue(queues: i32) -> i32 {
+/// A random queue id below `queues`.
+#[must_use]
+pub fn random_queue(queues: i32) -> i32 {
     if queues <= 0 {
         return 0;
     }
@@ -310,7 +338,7 @@ fn random_queue(queues: i32) -> i32 {
 }
 
 /// Turns a put result into the send response (`handlePutMessageResult`).
-fn put_response(
+pub(crate) fn put_response(
     mut response: RemotingCommand,
     result: &PutResult,
     queue_id: i32,

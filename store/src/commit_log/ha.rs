@@ -67,7 +67,10 @@ impl CommitLog {
 
     /// Cuts the log back to `offset` (a record boundary): later files are deleted, the
     /// rest of its file is zero-filled and synced (slave turning master, or a slave
-    /// following a new master). Waits up to 1 s for readers of the cut bytes.
+    /// following a new master). Waits up to 1 s for readers of the cut bytes. Consume
+    /// queues, index and queue offsets are not touched: use
+    /// [`MessageStore::truncate_dirty`](crate::MessageStore::truncate_dirty), which
+    /// also cuts those.
     ///
     /// # Errors
     /// `offset` is outside the log, readers hold the bytes, or I/O fails.
@@ -112,7 +115,6 @@ impl CommitLog {
         self.shared.queue.set_where(new_flushed);
         self.shared.durable.reset(new_flushed);
         self.shared.readable.reset(offset.0);
-        st.table = self.scan_table();
         self.shared.allocator.request(file_from + size);
         warn!(
             offset = offset.0,

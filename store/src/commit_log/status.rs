@@ -50,6 +50,10 @@ pub enum PutMessageStatus {
     /// An earlier write or sync failed; nothing more is written until the store is
     /// reopened. RocketMQ has no such status: report it as `SERVICE_NOT_AVAILABLE`.
     WriterPoisoned,
+    /// The disk is fuller than `diskSpaceWarningLevelRatio`: puts are refused until
+    /// cleanup frees space (RocketMQ's `DISK_FULL` running flag, reported as
+    /// `SERVICE_NOT_AVAILABLE`; the store's `put_refusal_reason` says why).
+    DiskFull,
 }
 
 impl PutMessageStatus {
@@ -63,7 +67,9 @@ impl PutMessageStatus {
     #[must_use]
     pub fn rocketmq(self) -> PutMessageStatus {
         match self {
-            PutMessageStatus::WriterPoisoned => PutMessageStatus::ServiceNotAvailable,
+            PutMessageStatus::WriterPoisoned | PutMessageStatus::DiskFull => {
+                PutMessageStatus::ServiceNotAvailable
+            }
             other => other,
         }
     }
@@ -83,6 +89,7 @@ impl PutMessageStatus {
             PutMessageStatus::OsPageCacheBusy => "OS_PAGE_CACHE_BUSY",
             PutMessageStatus::UnknownError => "UNKNOWN_ERROR",
             PutMessageStatus::WriterPoisoned => "WRITER_POISONED",
+            PutMessageStatus::DiskFull => "DISK_FULL",
         }
     }
 }

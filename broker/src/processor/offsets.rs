@@ -1,0 +1,322 @@
+//! Offsets and progress: QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET,
+//! GET_EARLIEST_MSG_STORETIME, SEARCH_OFFSET_BY_TIMESTAMP, GET_TOPIC_STATS_INFO,
+//! GET_CONSUME_STATS, QUERY_CONSUME_TIME_SPAN, INVOKE_BROKER_TO_RESET_OFFSET,
+//! CLONE_GROUP_OFFSET.
+
+use std::collections::BTreeMap;
+
+use remoting::protocol::admin::{
+    ConsumeStats, MessageQueueOffset, OffsetWrapper, QueryConsumeTimeSpanBody, QueueTimeSpan,
+    ResetOffsetBody, ResetOffsetBodyForC, TopicOffset, TopicStatsTable,
+};
+use remoting::protocol::broker::{
+    CloneGroupOffsetRequestHeader, GetConsumeStatsRequestHeader,
+    GetEarliestMsgStoretimeRequestHeader, GetEarliestMsgStoretimeResponseHeader,
+    GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader, GetMinOffsetRequestHeader,
+    GetMinOffsetResponseHeader, GetTopicStatsInfoRequestHeader, QueryConsumeTimeSpanRequestHeader,
+    QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader, ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader, SearchOffsetResponseHeader,
+};
+use remoting::protocol::heartbeat::MessageQueue;
+use remoting::{LanguageCode, RemotingCommand, RequestCode, ResponseCode, fastjson};
+use store::BoundaryType;
+use tracing::info;
+
+use super::{Handled, Refusal, success};
+use crate::broker::Broker;
+
+fn json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Refusal> {
+    Ok(fastjson::to_vec(value, fastjson::KeyStyle::Fastjson)?)
+}
+
+fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+fn mq(broker: &Broker, topic: &str, queue_id: i32) -> MessageQueue {
+    MessageQueue {
+        topic: topic.to_owned(),
+        broker_name: broker.config().broker_name.clone(),
+        queue_id,
+    }
+}
+
+/// QUERY_CONSUMER_OFFSET (14). With no committed offset: 0 if the queue still starts
+/// at 0 and its first message is not yet "in disk" (so a new group reads a young
+/// queue from the start), else QUERY_NOT_FOUND and the client applies
+/// ConsumeFromWhere — RocketMQ's rule.
+pub fn query_consumer_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: QueryConsumerOffsetRequestHeader = request.decode_header()?;
+    if let Some(offset) = broker
+        .offsets
+        .query(&h.consumer_group, &h.topic, h.queue_id)
+    {
+        return Ok(success().with_header(&QueryConsumerOffsetResponseHeader { offset }));
+    }
+    let zero_allowed = h.set_zero_if_not_found.unwrap_or(true);
+    let min = broker.store.min_offset_in_queue(&h.topic, h.queue_id);
+    if zero_allowed
+        && min == 0
+        && !broker
+            .store
+            .check_in_disk_by_consume_offset(&h.topic, h.queue_id, 0)
+    {
+        return Ok(success().with_header(&QueryConsumerOffsetResponseHeader { offset: 0 }));
+    }
+    Err(Refusal::new(
+        ResponseCode::QueryNotFound,
+        "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first",
+    ))
+}
+
+/// GET_MAX_OFFSET (30).
+pub fn max_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetMaxOffsetRequestHeader = request.decode_header()?;
+    let offset = as_i64(broker.store.max_offset_in_queue(&h.topic, h.queue_id));
+    Ok(success().with_header(&GetMaxOffsetResponseHeader { offset }))
+}
+
+/// GET_MIN_OFFSET (31).
+pub fn min_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetMinOffsetRequestHeader = request.decode_header()?;
+    let offset = as_i64(broker.store.min_offset_in_queue(&h.topic, h.queue_id));
+    Ok(success().with_header(&GetMinOffsetResponseHeader { offset }))
+}
+
+/// GET_EARLIEST_MSG_STORETIME (32).
+pub fn earliest_store_time(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetEarliestMsgStoretimeRequestHeader = request.decode_header()?;
+    let timestamp = broker
+        .store
+        .earliest_message_time(&h.topic, h.queue_id)
+        .unwrap_or(-1);
+    Ok(success().with_header(&GetEarliestMsgStoretimeResponseHeader { timestamp }))
+}
+
+/// SEARCH_OFFSET_BY_TIMESTAMP (29).
+pub fn search_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: SearchOffsetRequestHeader = request.decode_header()?;
+    let boundary = match h.boundary_type.as_deref() {
+        Some(b) if b.eq_ignore_ascii_case("upper") => BoundaryType::Upper,
+        _ => BoundaryType::Lower,
+    };
+    let offset = as_i64(broker.store.offset_in_queue_by_time(
+        &h.topic,
+        h.queue_id,
+        h.timestamp,
+        boundary,
+    ));
+    Ok(success().with_header(&SearchOffsetResponseHeader { offset }))
+}
+
+/// GET_TOPIC_STATS_INFO (202): min/max offsets of every write queue.
+pub fn topic_stats(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetTopicStatsInfoRequestHeader = request.decode_header()?;
+    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("topic[{}] not exist", h.topic),
+        )
+    })?;
+    let mut table = TopicStatsTable::default();
+    for queue_id in 0..topic.write_queue_nums {
+        let min = broker.store.min_offset_in_queue(&h.topic, queue_id);
+        let max = broker.store.max_offset_in_queue(&h.topic, queue_id);
+        let last = if max > 0 {
+            broker
+                .store
+                .message_store_timestamp(&h.topic, queue_id, max - 1)
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        table.offset_table.insert(
+            mq(broker, &h.topic, queue_id),
+            TopicOffset {
+                min_offset: as_i64(min),
+                max_offset: as_i64(max),
+                last_update_timestamp: last,
+            },
+        );
+    }
+    Ok(success().with_body(json(&table)?))
+}
+
+/// GET_CONSUME_STATS (208): per read queue, the broker's max offset and the group's
+/// committed offset; every topic the group has offsets for when no topic is given.
+pub fn consume_stats(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetConsumeStatsRequestHeader = request.decode_header()?;
+    let topics: Vec<String> = match h.topic.as_deref().filter(|t| !t.trim().is_empty()) {
+        Some(t) => vec![t.to_owned()],
+        None => broker
+            .offsets
+            .topics_of_group(&h.consumer_group)
+            .into_iter()
+            .collect(),
+    };
+    let group = broker.consumers.group(&h.consumer_group);
+    let mut stats = ConsumeStats::default();
+    for topic in topics {
+        let Some(config) = broker.topics.select(&topic) else {
+            continue;
+        };
+        // A group online that does not subscribe to the topic has no stats for it.
+        if let Some(g) = &group {
+            if !g.subscriptions.is_empty() && !g.subscriptions.contains_key(&topic) {
+                continue;
+            }
+        }
+        for queue_id in 0..config.read_queue_nums {
+            let broker_offset = broker.store.max_offset_in_queue(&topic, queue_id);
+            let consumer_offset = broker
+                .offsets
+                .query(&h.consumer_group, &topic, queue_id)
+                .unwrap_or(0)
+                .max(0);
+            let last_timestamp = u64::try_from(consumer_offset - 1)
+                .ok()
+                .and_then(|o| broker.store.message_store_timestamp(&topic, queue_id, o))
+                .unwrap_or(0);
+            stats.offset_table.insert(
+                mq(broker, &topic, queue_id),
+                OffsetWrapper {
+                    broker_offset: as_i64(broker_offset),
+                    consumer_offset,
+                    pull_offset: consumer_offset,
+                    last_timestamp,
+                },
+            );
+        }
+    }
+    Ok(success().with_body(json(&stats)?))
+}
+
+/// QUERY_CONSUME_TIME_SPAN (303).
+pub fn consume_time_span(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: QueryConsumeTimeSpanRequestHeader = request.decode_header()?;
+    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("topic[{}] not exist", h.topic),
+        )
+    })?;
+    let mut body = QueryConsumeTimeSpanBody::default();
+    for queue_id in 0..topic.write_queue_nums {
+        let min_time = broker
+            .store
+            .earliest_message_time(&h.topic, queue_id)
+            .unwrap_or(0);
+        let max = broker.store.max_offset_in_queue(&h.topic, queue_id);
+        let max_time = max
+            .checked_sub(1)
+            .and_then(|o| broker.store.message_store_timestamp(&h.topic, queue_id, o))
+            .unwrap_or(0);
+        let consumed = broker
+            .offsets
+            .query(&h.group, &h.topic, queue_id)
+            .unwrap_or(0);
+        let consume_time = u64::try_from(consumed - 1)
+            .ok()
+            .and_then(|o| broker.store.message_store_timestamp(&h.topic, queue_id, o))
+            .unwrap_or(min_time);
+        body.consume_time_span_set.push(QueueTimeSpan {
+            message_queue: mq(broker, &h.topic, queue_id),
+            min_time_stamp: min_time,
+            max_time_stamp: max_time,
+            consume_time_stamp: consume_time,
+            delay_time: max_time - consume_time,
+        });
+    }
+    Ok(success().with_body(json(&body)?))
+}
+
+/// INVOKE_BROKER_TO_RESET_OFFSET (222): computes each queue's offset for the
+/// timestamp (−1 = max offset), tells every online client of the group with
+/// RESET_CONSUMER_CLIENT_OFFSET (oneway), and answers with the offsets. An offline
+/// group gets CONSUMER_NOT_ONLINE, as in 4.9.8 (`mqadmin` then falls back to
+/// updating offsets itself).
+pub fn reset_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: ResetOffsetRequestHeader = request.decode_header()?;
+    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::system(format!(
+            "[reset-offset] request topic not exist: {}",
+            h.topic
+        ))
+    })?;
+    let mut offsets = BTreeMap::new();
+    for queue_id in 0..topic.write_queue_nums {
+        let target = if h.timestamp == -1 {
+            broker.store.max_offset_in_queue(&h.topic, queue_id)
+        } else {
+            broker.store.offset_in_queue_by_time(
+                &h.topic,
+                queue_id,
+                h.timestamp,
+                BoundaryType::Lower,
+            )
+        };
+        let target = as_i64(target);
+        let current = broker.offsets.query(&h.group, &h.topic, queue_id);
+        // Without force, only move a group back in time.
+        let offset = match current {
+            Some(c) if !h.is_force && target > c => c,
+            _ => target,
+        };
+        offsets.insert(mq(broker, &h.topic, queue_id), offset);
+    }
+    let Some(group) = broker.consumers.group(&h.group) else {
+        return Err(Refusal::new(
+            ResponseCode::ConsumerNotOnline,
+            format!(
+                "Consumer not online, so can not reset offset, Group: {} Topic: {} Timestamp: {}",
+                h.group, h.topic, h.timestamp
+            ),
+        ));
+    };
+    let body = ResetOffsetBody {
+        offset_table: offsets.clone(),
+    };
+    let java_body = json(&body)?;
+    let cpp_body = json(&ResetOffsetBodyForC {
+        offset_table: offsets
+            .iter()
+            .map(|(q, o)| MessageQueueOffset {
+                topic: q.topic.clone(),
+                broker_name: q.broker_name.clone(),
+                queue_id: q.queue_id,
+                offset: *o,
+            })
+            .collect(),
+    })?;
+    for client in group.channels.values() {
+        let mut notice = RemotingCommand::request(RequestCode::ResetConsumerClientOffset);
+        notice.header.ext_fields = request.header.ext_fields.clone();
+        let notice = notice.with_body(if client.language == LanguageCode::Cpp {
+            cpp_body.clone()
+        } else {
+            java_body.clone()
+        });
+        let _ = client.channel.invoke_oneway(notice);
+        info!(group = %h.group, client = %client.client_id, "reset offset notified");
+    }
+    Ok(success().with_body(java_body))
+}
+
+/// CLONE_GROUP_OFFSET (314).
+pub fn clone_group_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: CloneGroupOffsetRequestHeader = request.decode_header()?;
+    let topics: Vec<String> = match h.topic.as_deref().filter(|t| !t.is_empty()) {
+        Some(t) => vec![t.to_owned()],
+        None => broker
+            .offsets
+            .topics_of_group(&h.src_group)
+            .into_iter()
+            .collect(),
+    };
+    for topic in topics {
+        broker
+            .offsets
+            .clone_offsets(&h.src_group, &h.dest_group, &topic);
+    }
+    Ok(success())
+}

@@ -1,0 +1,325 @@
+//! PULL_MESSAGE (11) and LITE_PULL_MESSAGE (361) (RocketMQ's PullMessageProcessor):
+//! permission and subscription checks, the store lookup with a tag filter, the status
+//! → response-code table, long polling, and the piggybacked offset commit.
+//!
+//! A pull that finds nothing and may be suspended is handed to the [`PullHold`]
+//! service and answered later — when dispatch reports a matching message for its
+//! queue, or at its timeout — by running this same handler again with suspension
+//! off. Messages leave as slices of the mapped CommitLog (a multi-part body written
+//! with one vectored write), never copied in user space.
+//!
+//! [`PullHold`]: crate::pull_hold::PullHold
+
+use std::sync::Arc;
+
+use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
+use remoting::protocol::constants::{perm, pull_sys_flag, system};
+use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, MessageModel, SubscriptionData};
+use remoting::server::Reply;
+use remoting::{Body, Channel, RemotingCommand, ResponseCode};
+use store::{GetMessageStatus, MessageFilter};
+
+use super::{Refusal, success};
+use crate::broker::Broker;
+use crate::config::BrokerRole;
+
+/// `FAQUrl.suggestTodo(SUBSCRIPTION_GROUP_NOT_EXIST)` etc. as 4.9.8 writes them.
+const FAQ_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
+
+/// Filters consume-queue units by the subscription's tag hash codes
+/// (`ExpressionMessageFilter.isMatchedByConsumeQueue` for TAG subscriptions).
+#[derive(Debug, Clone)]
+pub struct TagFilter {
+    sub_all: bool,
+    codes: Vec<i32>,
+}
+
+impl TagFilter {
+    /// The filter of a subscription.
+    #[must_use]
+    pub fn new(sub: &SubscriptionData) -> Self {
+        TagFilter {
+            sub_all: sub.is_sub_all() || sub.class_filter_mode,
+            codes: sub.code_set.iter().copied().collect(),
+        }
+    }
+
+    /// Whether a unit with this tags code is delivered.
+    #[must_use]
+    pub fn matches(&self, tags_code: Option<i64>) -> bool {
+        if self.sub_all {
+            return true;
+        }
+        match tags_code {
+            None => true,
+            // Java compares `tagsCode.intValue()`: the low 32 bits.
+            #[allow(clippy::cast_possible_truncation, reason = "Java's Long.intValue()")]
+            Some(code) => self.codes.contains(&(code as i32)),
+        }
+    }
+}
+
+impl MessageFilter for TagFilter {
+    fn matches_consume_queue(&self, tags_code: Option<i64>) -> bool {
+        self.matches(tags_code)
+    }
+}
+
+/// A pull being held for long polling.
+#[derive(Debug, Clone)]
+pub struct HeldPull {
+    /// The client's connection.
+    pub channel: Channel,
+    /// The original request (answered with its opaque).
+    pub request: RemotingCommand,
+    /// The queue offset the client asked for.
+    pub offset: u64,
+    /// The filter, to wake only for matching messages.
+    pub filter: TagFilter,
+}
+
+/// Handles a pull from the network (suspension allowed).
+pub fn process(broker: &Arc<Broker>, channel: &Channel, request: RemotingCommand) -> Reply {
+    match execute(broker, channel, &request, true) {
+        Some(response) => Reply::Now(response),
+        None => Reply::Nothing,
+    }
+}
+
+/// Runs a pull. Returns the response, or `None` when the pull was handed to the hold
+/// service (it answers later).
+pub fn execute(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    request: &RemotingCommand,
+    allow_suspend: bool,
+) -> Option<RemotingCommand> {
+    let header: PullMessageRequestHeader = match request.decode_header() {
+        Ok(h) => h,
+        Err(e) => return Some(Refusal::from(e).into_response()),
+    };
+    let outcome = pull(broker, channel, request, &header, allow_suspend);
+    // The piggybacked commit happens on the first execution, whatever the outcome.
+    let commit = allow_suspend
+        && pull_sys_flag::has(header.sys_flag, pull_sys_flag::COMMIT_OFFSET)
+        && broker.role() != BrokerRole::SLAVE;
+    if commit {
+        broker.offsets.commit(
+            &header.consumer_group,
+            &header.topic,
+            header.queue_id,
+            header.commit_offset,
+        );
+    }
+    match outcome {
+        Ok(response) => response,
+        Err(refusal) => Some(refusal.into_response()),
+    }
+}
+
+fn pull(
+    broker: &Arc<Broker>,
+    channel: &Channel,
+    request: &RemotingCommand,
+    h: &PullMessageRequestHeader,
+    allow_suspend: bool,
+) -> Result<Option<RemotingCommand>, Refusal> {
+    let config = broker.config().clone();
+    if !perm::is_readable(config.broker_permission) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!(
+                "the broker[{}] pulling message is forbidden",
+                config.broker_ip1()
+            ),
+        ));
+    }
+    let group = broker
+        .groups
+        .find_or_create(&h.consumer_group)
+        .ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SubscriptionGroupNotExist,
+                format!(
+                    "subscription group [{}] does not exist, {FAQ_TIP}",
+                    h.consumer_group
+                ),
+            )
+        })?;
+    if !group.consume_enable {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("subscription group no permission, {}", h.consumer_group),
+        ));
+    }
+    let suspend = pull_sys_flag::has(h.sys_flag, pull_sys_flag::SUSPEND);
+    let has_subscription = pull_sys_flag::has(h.sys_flag, pull_sys_flag::SUBSCRIPTION);
+    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!(
+                "topic[{}] not exist, apply first please! {FAQ_TIP}",
+                h.topic
+            ),
+        )
+    })?;
+    if !perm::is_readable(topic.perm) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the topic[{}] pulling message is forbidden", h.topic),
+        ));
+    }
+    if h.queue_id < 0 || h.queue_id >= topic.read_queue_nums {
+        return Err(Refusal::system(format!(
+            "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+            h.queue_id,
+            h.topic,
+            topic.read_queue_nums,
+            channel.peer_addr()
+        )));
+    }
+    let subscription = if has_subscription {
+        let expression = h.expression_type.as_deref().unwrap_or(EXPRESSION_TYPE_TAG);
+        if !expression.eq_ignore_ascii_case(EXPRESSION_TYPE_TAG) {
+            return Err(Refusal::system(format!(
+                "The broker does not support consumer to filter message by {expression}"
+            )));
+        }
+        SubscriptionData::build_tag(
+            &h.topic,
+            h.subscription.as_deref().unwrap_or("*"),
+            h.sub_version,
+        )
+    } else {
+        let info = broker.consumers.group(&h.consumer_group).ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SubscriptionNotExist,
+                format!("the consumer's group info not exist{FAQ_TIP}"),
+            )
+        })?;
+        if !group.consume_broadcast_enable && info.message_model == MessageModel::Broadcasting {
+            return Err(Refusal::new(
+                ResponseCode::NoPermission,
+                format!(
+                    "the consumer group[{}] can not consume by broadcast way",
+                    h.consumer_group
+                ),
+            ));
+        }
+        let sub = info.subscriptions.get(&h.topic).cloned().ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SubscriptionNotExist,
+                format!("the consumer's subscription not exist{FAQ_TIP}"),
+            )
+        })?;
+        if sub.sub_version < h.sub_version {
+            return Err(Refusal::new(
+                ResponseCode::SubscriptionNotLatest,
+                "the consumer's subscription not latest",
+            ));
+        }
+        if !sub
+            .expression_type
+            .eq_ignore_ascii_case(EXPRESSION_TYPE_TAG)
+        {
+            return Err(Refusal::system(format!(
+                "The broker does not support consumer to filter message by {}",
+                sub.expression_type
+            )));
+        }
+        sub
+    };
+    let filter = TagFilter::new(&subscription);
+    let offset = u64::try_from(h.queue_offset).unwrap_or(0);
+    let max_msgs = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
+    let result = broker.store.get_message(
+        &h.topic,
+        h.queue_id,
+        offset,
+        max_msgs,
+        h.max_msg_bytes.and_then(|b| usize::try_from(b).ok()),
+        &filter,
+    );
+
+    let mut suggest = if result.suggest_pull_from_slave {
+        group.which_broker_when_consume_slowly
+    } else {
+        group.broker_id
+    };
+    let role = broker.role();
+    let mut code = match result.status {
+        GetMessageStatus::Found => ResponseCode::Success,
+        GetMessageStatus::MessageWasRemoving | GetMessageStatus::NoMatchedMessage => {
+            ResponseCode::PullRetryImmediately
+        }
+        GetMessageStatus::NoMatchedLogicQueue | GetMessageStatus::NoMessageInQueue => {
+            if h.queue_offset != 0 {
+                ResponseCode::PullOffsetMoved
+            } else {
+                ResponseCode::PullNotFound
+            }
+        }
+        GetMessageStatus::OffsetFoundNull | GetMessageStatus::OffsetOverflowOne => {
+            ResponseCode::PullNotFound
+        }
+        GetMessageStatus::OffsetOverflowBadly | GetMessageStatus::OffsetTooSmall => {
+            ResponseCode::PullOffsetMoved
+        }
+        _ => ResponseCode::PullRetryImmediately,
+    };
+    let mut next_begin = result.next_begin_offset;
+    if role == BrokerRole::SLAVE {
+        if config.slave_read_enable {
+            if !result.suggest_pull_from_slave {
+                suggest = group.broker_id;
+            }
+        } else {
+            code = ResponseCode::PullRetryImmediately;
+            suggest = system::MASTER_ID;
+        }
+        if code == ResponseCode::PullOffsetMoved && !config.offset_check_in_slave {
+            code = ResponseCode::PullRetryImmediately;
+            next_begin = offset;
+        }
+    } else if !config.slave_read_enable {
+        suggest = system::MASTER_ID;
+    }
+
+    if code == ResponseCode::PullNotFound && allow_suspend && suspend {
+        let timeout_ms = if config.long_polling_enable {
+            u64::try_from(h.suspend_timeout_millis).unwrap_or(0)
+        } else {
+            config.short_polling_time_mills
+        };
+        broker.pull_hold.suspend(
+            &h.topic,
+            h.queue_id,
+            HeldPull {
+                channel: channel.clone(),
+                request: request.clone(),
+                offset,
+                filter,
+            },
+            timeout_ms,
+        );
+        return Ok(None);
+    }
+
+    let header = PullMessageResponseHeader {
+        suggest_which_broker_id: suggest,
+        next_begin_offset: i64::try_from(next_begin).unwrap_or(i64::MAX),
+        min_offset: i64::try_from(result.min_offset).unwrap_or(0),
+        max_offset: i64::try_from(result.max_offset).unwrap_or(i64::MAX),
+        ..PullMessageResponseHeader::default()
+    };
+    let mut response = success().with_header(&header);
+    response.header.code = code.code();
+    response.header.remark = Some(result.status.as_str().to_owned());
+    if code == ResponseCode::Success {
+        broker.stats.record_get(result.messages.len());
+        response.body = Body::Parts(result.messages);
+    } else {
+        broker.stats.record_get(0);
+    }
+    Ok(Some(response))
+}

@@ -1,0 +1,281 @@
+//! Long polling (RocketMQ's PullRequestHoldService): pulls that found nothing wait
+//! here, keyed by `topic@queueId`, and are answered the moment dispatch reports a
+//! matching message for their queue — or at their deadline.
+//!
+//! Dispatch calls [`PullHold::notify`] on the store's reput thread for every record,
+//! so the common case (nobody waiting) is one atomic load. Woken pulls are re-run on
+//! the tokio runtime, never on the reput thread. Deadlines are kept precisely by one
+//! timer task (RocketMQ checks every 5 s); a periodic sweep also compares held pulls
+//! with the queue's max offset, which is what wakes them on a slave.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tokio::sync::{Notify, mpsc};
+use tracing::debug;
+
+use crate::processor::pull::HeldPull;
+
+/// How often held pulls are compared with their queue's max offset.
+const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
+
+#[derive(Debug)]
+struct Held {
+    pull: HeldPull,
+    deadline: Instant,
+    id: u64,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    by_queue: HashMap<(String, i32), Vec<Held>>,
+    deadlines: BTreeMap<(Instant, u64), (String, i32)>,
+    next_id: u64,
+}
+
+/// The held pulls of a broker.
+#[derive(Debug)]
+pub struct PullHold {
+    table: Mutex<Table>,
+    held: AtomicUsize,
+    /// Pulls to run again (woken or timed out).
+    wake_tx: mpsc::UnboundedSender<HeldPull>,
+    wake_rx: Mutex<Option<mpsc::UnboundedReceiver<HeldPull>>>,
+    /// Wakes the timer task when an earlier deadline arrives.
+    timer: Notify,
+}
+
+impl Default for PullHold {
+    fn default() -> Self {
+        let (wake_tx, wake_rx) = mpsc::unbounded_channel();
+        PullHold {
+            table: Mutex::new(Table::default()),
+            held: AtomicUsize::new(0),
+            wake_tx,
+            wake_rx: Mutex::new(Some(wake_rx)),
+            timer: Notify::new(),
+        }
+    }
+}
+
+impl PullHold {
+    /// Holds `pull` on `topic`/`queue_id` for at most `timeout_ms`.
+    pub fn suspend(&self, topic: &str, queue_id: i32, pull: HeldPull, timeout_ms: u64) {
+        let deadline = Instant::now() + Duration::from_millis(timeout_ms);
+        let mut t = self.table.lock();
+        t.next_id += 1;
+        let id = t.next_id;
+        let key = (topic.to_owned(), queue_id);
+        let earliest = t.deadlines.keys().next().is_none_or(|(d, _)| deadline < *d);
+        t.deadlines.insert((deadline, id), key.clone());
+        t.by_queue
+            .entry(key)
+            .or_default()
+            .push(Held { pull, deadline, id });
+        self.held.fetch_add(1, Ordering::Release);
+        drop(t);
+        if earliest {
+            self.timer.notify_one();
+        }
+    }
+
+    /// Number of pulls held.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.held.load(Ordering::Acquire)
+    }
+
+    /// A message at `queue_offset` with `tags_code` is now readable on the queue: wakes
+    /// the pulls waiting at or below it whose filter matches.
+    pub fn notify(&self, topic: &str, queue_id: i32, queue_offset: u64, tags_code: Option<i64>) {
+        if self.held.load(Ordering::Acquire) == 0 {
+            return;
+        }
+        self.wake_where(topic, queue_id, |h| {
+            h.pull.offset <= queue_offset && h.pull.filter.matches(tags_code)
+        });
+    }
+
+    /// The queue's max offset is `max_offset` (sweep): wakes every pull below it.
+    pub fn check_max_offset(&self, topic: &str, queue_id: i32, max_offset: u64) {
+        self.wake_where(topic, queue_id, |h| h.pull.offset < max_offset);
+    }
+
+    /// Queues with held pulls.
+    #[must_use]
+    pub fn queues(&self) -> Vec<(String, i32)> {
+        self.table.lock().by_queue.keys().cloned().collect()
+    }
+
+    fn wake_where(&self, topic: &str, queue_id: i32, wake: impl Fn(&Held) -> bool) {
+        let mut woken = Vec::new();
+        {
+            let mut t = self.table.lock();
+            let key = (topic.to_owned(), queue_id);
+            let Some(list) = t.by_queue.get_mut(&key) else {
+                return;
+            };
+            let mut i = 0;
+            while i < list.len() {
+                if wake(&list[i]) {
+                    woken.push(list.swap_remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+            if list.is_empty() {
+                t.by_queue.remove(&key);
+            }
+            for h in &woken {
+                t.deadlines.remove(&(h.deadline, h.id));
+            }
+        }
+        self.release(woken);
+    }
+
+    fn release(&self, woken: Vec<Held>) {
+        if woken.is_empty() {
+            return;
+        }
+        self.held.fetch_sub(woken.len(), Ordering::AcqRel);
+        for h in woken {
+            if self.wake_tx.send(h.pull).is_err() {
+                debug!("pull hold stopped; dropping a woken pull");
+            }
+        }
+    }
+
+    /// Takes the pulls whose deadline has passed.
+    fn expire(&self, now: Instant) -> Option<Instant> {
+        let mut expired = Vec::new();
+        let next = {
+            let mut t = self.table.lock();
+            while let Some((&(deadline, id), _)) = t.deadlines.iter().next() {
+                if deadline > now {
+                    break;
+                }
+                let Some(key) = t.deadlines.remove(&(deadline, id)) else {
+                    break;
+                };
+                if let Some(list) = t.by_queue.get_mut(&key) {
+                    if let Some(pos) = list.iter().position(|h| h.id == id) {
+                        expired.push(list.swap_remove(pos));
+                    }
+                    if list.is_empty() {
+                        t.by_queue.remove(&key);
+                    }
+                }
+            }
+            t.deadlines.keys().next().map(|(d, _)| *d)
+        };
+        self.release(expired);
+        next
+    }
+
+    /// Runs the timer and hands every woken pull to `rerun` (on the runtime) until the
+    /// returned task is dropped or aborted. Call once.
+    pub fn start(
+        self: &Arc<Self>,
+        rerun: impl Fn(HeldPull) + Send + Sync + 'static,
+        max_offset: impl Fn(&str, i32) -> u64 + Send + Sync + 'static,
+    ) -> Vec<tokio::task::JoinHandle<()>> {
+        let Some(mut rx) = self.wake_rx.lock().take() else {
+            return Vec::new();
+        };
+        let runner = tokio::spawn(async move {
+            while let Some(pull) = rx.recv().await {
+                rerun(pull);
+            }
+        });
+        let me = Arc::clone(self);
+        let timer = tokio::spawn(async move {
+            let mut sweep = tokio::time::interval(SWEEP_INTERVAL);
+            loop {
+                let next = me.expire(Instant::now());
+                let sleep = async {
+                    match next {
+                        Some(d) => tokio::time::sleep_until(d.into()).await,
+                        None => std::future::pending().await,
+                    }
+                };
+                tokio::select! {
+                    () = sleep => {}
+                    () = me.timer.notified() => {}
+                    _ = sweep.tick() => {
+                        for (topic, queue_id) in me.queues() {
+                            me.check_max_offset(&topic, queue_id, max_offset(&topic, queue_id));
+                        }
+                    }
+                }
+            }
+        });
+        vec![runner, timer]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::processor::pull::TagFilter;
+    use remoting::protocol::heartbeat::SubscriptionData;
+    use remoting::{Channel, RemotingCommand};
+
+    fn held(offset: u64, tags: &str) -> HeldPull {
+        let (channel, _rx) = Channel::detached("127.0.0.1:1".parse().unwrap());
+        HeldPull {
+            channel,
+            request: RemotingCommand::request(11),
+            offset,
+            filter: TagFilter::new(&SubscriptionData::build_tag("T", tags, 1)),
+        }
+    }
+
+    #[tokio::test]
+    async fn wakes_on_matching_arrivals_and_deadlines() {
+        let hold = Arc::new(PullHold::default());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _tasks = hold.start(
+            move |p| {
+                let _ = tx.send(p.offset);
+            },
+            |_, _| 0,
+        );
+        hold.suspend("T", 0, held(5, "A"), 60_000);
+        hold.suspend("T", 0, held(5, "B"), 60_000);
+        hold.suspend("T", 1, held(0, "*"), 100);
+        assert_eq!(hold.held(), 3);
+        // An arrival below the held offset, or on another queue, wakes nobody.
+        hold.notify(
+            "T",
+            0,
+            4,
+            Some(i64::from(remoting::protocol::heartbeat::java_string_hash(
+                "A",
+            ))),
+        );
+        hold.notify("U", 0, 9, None);
+        assert_eq!(hold.held(), 3);
+        // Tag A arrives at offset 5: only the A pull wakes.
+        hold.notify(
+            "T",
+            0,
+            5,
+            Some(i64::from(remoting::protocol::heartbeat::java_string_hash(
+                "A",
+            ))),
+        );
+        assert_eq!(rx.recv().await, Some(5));
+        assert_eq!(hold.held(), 2);
+        // The 100 ms pull times out on its own.
+        let started = Instant::now();
+        assert_eq!(rx.recv().await, Some(0));
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert_eq!(hold.held(), 1);
+        hold.check_max_offset("T", 0, 6);
+        assert_eq!(rx.recv().await, Some(5));
+        assert_eq!(hold.held(), 0);
+    }
+}

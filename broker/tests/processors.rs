@@ -1,0 +1,352 @@
+//! The broker in process, over real sockets with our own remoting client: the send and
+//! pull paths, the response codes RocketMQ gives for bad input, long polling, offsets,
+//! send-back to retry and DLQ, delay delivery, and the admin codes tools use.
+
+#![allow(clippy::unwrap_used, reason = "test code: a failed step should fail the test")]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use broker::broker::Broker;
+use broker::config::BrokerConfig;
+use bytes::Bytes;
+use remoting::protocol::broker::{
+    ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader,
+    PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
+    QueryConsumerOffsetResponseHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+};
+use remoting::protocol::constants::pull_sys_flag;
+use remoting::{RemotingClient, RemotingCommand, RequestCode, ResponseCode};
+use store::StoreConfig;
+use store::record::{self, Record};
+use tokio::net::TcpListener;
+use tokio::sync::oneshot;
+
+const T: Duration = Duration::from_secs(5);
+
+struct Running {
+    addr: String,
+    broker: Arc<Broker>,
+    client: RemotingClient,
+    stop: Option<oneshot::Sender<()>>,
+    done: Option<tokio::task::JoinHandle<()>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Running {
+    async fn start(tweak: impl FnOnce(&mut BrokerConfig, &mut StoreConfig)) -> Self {
+        let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("info").try_init();
+        let dir = tempfile::tempdir().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let mut config = BrokerConfig {
+            broker_name: "broker-a".into(),
+            broker_ip1: Some("127.0.0.1".into()),
+            namesrv_addr: None,
+            ..BrokerConfig::default()
+        };
+        let mut store = StoreConfig::with_root(dir.path().join("store"));
+        store.mapped_file_size_commit_log = 1024 * 1024;
+        tweak(&mut config, &mut store);
+        let broker = Arc::new(tokio::task::spawn_blocking(move || Broker::open(config, store, port)).await.unwrap().unwrap());
+        let (stop, stopped) = oneshot::channel::<()>();
+        let done = tokio::spawn(broker::server::run(Arc::clone(&broker), listener, async {
+            let _ = stopped.await;
+        }));
+        Running {
+            addr: format!("127.0.0.1:{port}"),
+            broker,
+            client: RemotingClient::default(),
+            stop: Some(stop),
+            done: Some(done),
+            _dir: dir,
+        }
+    }
+
+    async fn call(&self, request: RemotingCommand) -> RemotingCommand {
+        self.client.invoke(&self.addr, request, T).await.unwrap()
+    }
+
+    async fn send(&self, topic: &str, queue_id: i32, body: &[u8], props: &str) -> RemotingCommand {
+        let header = SendMessageRequestHeaderV2 {
+            producer_group: "pg".into(),
+            topic: topic.into(),
+            default_topic: "TBW102".into(),
+            default_topic_queue_nums: 4,
+            queue_id,
+            sys_flag: 0,
+            born_timestamp: broker::clock::now_ms(),
+            flag: 0,
+            properties: Some(props.into()),
+            reconsume_times: Some(0),
+            unit_mode: Some(false),
+            max_reconsume_times: None,
+            batch: Some(false),
+            broker_name: None,
+        };
+        self.call(RemotingCommand::request_with(RequestCode::SendMessageV2, &header).with_body(Bytes::copy_from_slice(body)))
+            .await
+    }
+
+    fn pull_request(topic: &str, queue_id: i32, offset: i64, suspend_ms: Option<i64>, sub: &str) -> RemotingCommand {
+        let mut flag = pull_sys_flag::SUBSCRIPTION;
+        if suspend_ms.is_some() {
+            flag |= pull_sys_flag::SUSPEND;
+        }
+        let header = PullMessageRequestHeader {
+            consumer_group: "cg".into(),
+            topic: topic.into(),
+            queue_id,
+            queue_offset: offset,
+            max_msg_nums: 32,
+            sys_flag: flag,
+            commit_offset: 0,
+            suspend_timeout_millis: suspend_ms.unwrap_or(0),
+            subscription: Some(sub.into()),
+            sub_version: 0,
+            expression_type: Some("TAG".into()),
+            ..PullMessageRequestHeader::default()
+        };
+        RemotingCommand::request_with(RequestCode::PullMessage, &header)
+    }
+
+    /// A pull; the four response header fields must be there on 0/19/20/21.
+    async fn pull(&self, topic: &str, queue_id: i32, offset: i64, sub: &str) -> (RemotingCommand, PullMessageResponseHeader) {
+        let resp = self.call(Self::pull_request(topic, queue_id, offset, None, sub)).await;
+        let header = if [0, 19, 20, 21].contains(&resp.code()) {
+            resp.decode_header::<PullMessageResponseHeader>().unwrap()
+        } else {
+            PullMessageResponseHeader::default()
+        };
+        (resp, header)
+    }
+
+    /// Waits until dispatch has made `count` messages of the queue readable (a send is
+    /// acknowledged when stored; dispatch follows within moments).
+    async fn dispatched(&self, topic: &str, queue_id: i32, count: u64) {
+        let deadline = Instant::now() + T;
+        while self.broker.store.max_offset_in_queue(topic, queue_id) < count {
+            assert!(Instant::now() < deadline, "{topic}/{queue_id} not dispatched");
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
+    async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(done) = self.done.take() {
+            done.await.unwrap();
+        }
+    }
+}
+
+fn messages(body: &[u8]) -> Vec<(String, Vec<u8>, String, i32)> {
+    let mut out = Vec::new();
+    let mut rest = body;
+    while !rest.is_empty() {
+        let Ok(Some(Record::Message(m))) = record::decode(rest) else { panic!("bad pull body") };
+        out.push((m.topic.to_owned(), m.body.to_vec(), m.properties_str().into_owned(), m.reconsume_times));
+        rest = &rest[m.total_size as usize..];
+    }
+    out
+}
+
+#[tokio::test]
+async fn send_then_pull_with_tag_filter_and_status_codes() {
+    let b = Running::start(|_, _| {}).await;
+    for i in 0..4 {
+        let tag = if i % 2 == 0 { "A" } else { "B" };
+        let r = b.send("T1", 0, format!("m{i}").as_bytes(), &format!("TAGS\u{1}{tag}\u{2}KEYS\u{1}k{i}")).await;
+        assert_eq!(r.code(), 0, "{:?}", r.remark());
+        let h: SendMessageResponseHeader = r.decode_header().unwrap();
+        assert_eq!(h.queue_offset, i);
+        assert_eq!(r.ext("MSG_REGION"), Some("DefaultRegion"));
+        assert_eq!(r.ext("TRACE_ON"), Some("true"));
+    }
+    b.dispatched("T1", 0, 4).await;
+    let (resp, h) = b.pull("T1", 0, 0, "*").await;
+    assert_eq!(resp.code(), 0);
+    assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (4, 0, 4));
+    let all = messages(&resp.body.to_bytes());
+    assert_eq!(all.len(), 4);
+    assert!(all[0].2.contains("CLUSTER\u{1}DefaultCluster"), "{:?}", all[0].2);
+    // Only tag A: the broker filters by tag hash, nextBeginOffset covers every unit scanned.
+    let (resp, h) = b.pull("T1", 0, 0, "A").await;
+    assert_eq!(messages(&resp.body.to_bytes()).iter().map(|m| m.1.clone()).collect::<Vec<_>>(), vec![b"m0".to_vec(), b"m2".to_vec()]);
+    assert_eq!(h.next_begin_offset, 4);
+    // Nothing matched in what was scanned → 20; at the end → 19; past it → 21.
+    let (resp, h) = b.pull("T1", 0, 3, "A").await;
+    assert_eq!((resp.code(), h.next_begin_offset), (ResponseCode::PullRetryImmediately.code(), 4));
+    let (resp, h) = b.pull("T1", 0, 4, "*").await;
+    assert_eq!((resp.code(), h.next_begin_offset), (ResponseCode::PullNotFound.code(), 4));
+    let (resp, h) = b.pull("T1", 0, 9, "*").await;
+    assert_eq!((resp.code(), h.next_begin_offset), (ResponseCode::PullOffsetMoved.code(), 4));
+    // An empty queue of a known topic: 19 at offset 0, 21 elsewhere.
+    let (resp, _) = b.pull("T1", 1, 0, "*").await;
+    assert_eq!(resp.code(), ResponseCode::PullNotFound.code());
+    let (resp, _) = b.pull("T1", 1, 5, "*").await;
+    assert_eq!(resp.code(), ResponseCode::PullOffsetMoved.code());
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn bad_input_gets_rocketmq_codes() {
+    let b = Running::start(|_, _| {}).await;
+    let big = vec![b'x'; 4 * 1024 * 1024 + 1];
+    let r = b.send("T1", 0, &big, "").await;
+    assert_eq!(r.code(), ResponseCode::MessageIllegal.code(), "{:?}", r.remark());
+    let r = b.send("bad topic", 0, b"x", "").await;
+    assert_eq!(r.code(), ResponseCode::SystemError.code());
+    assert!(r.remark().unwrap().contains("illegal characters"), "{:?}", r.remark());
+    let r = b.send("SCHEDULE_TOPIC_XXXX", 0, b"x", "").await;
+    assert_eq!(r.code(), ResponseCode::NoPermission.code());
+    b.send("T1", 0, b"x", "").await;
+    let r = b.send("T1", 99, b"x", "").await;
+    assert_eq!(r.code(), ResponseCode::SystemError.code());
+    assert!(r.remark().unwrap().contains("queueId[99] is illegal"), "{:?}", r.remark());
+    // Pulls: unknown topic, queue out of range.
+    let (r, _) = b.pull("NoSuchTopic", 0, 0, "*").await;
+    assert_eq!(r.code(), ResponseCode::TopicNotExist.code());
+    let (r, _) = b.pull("T1", 77, 0, "*").await;
+    assert_eq!(r.code(), ResponseCode::SystemError.code());
+    // A pull without subscription from a group that never sent a heartbeat.
+    let mut req = Running::pull_request("T1", 0, 0, None, "*");
+    req.header.ext_fields.insert("sysFlag", "0");
+    assert_eq!(b.call(req).await.code(), ResponseCode::SubscriptionNotExist.code());
+    // A header missing a required field: SYSTEM_ERROR, connection kept.
+    let r = b.call(RemotingCommand::request(RequestCode::PullMessage)).await;
+    assert_eq!(r.code(), ResponseCode::SystemError.code());
+    assert_eq!(b.send("T1", 0, b"still here", "").await.code(), 0);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn long_poll_is_answered_when_a_message_arrives() {
+    let b = Running::start(|_, _| {}).await;
+    b.send("T2", 0, b"first", "").await;
+    let waiter = {
+        let client = b.client.clone();
+        let addr = b.addr.clone();
+        tokio::spawn(async move {
+            let started = Instant::now();
+            let r = client
+                .invoke(&addr, Running::pull_request("T2", 0, 1, Some(10_000), "*"), Duration::from_secs(15))
+                .await
+                .unwrap();
+            (r, started.elapsed())
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiter.is_finished(), "the pull must be held");
+    b.send("T2", 0, b"second", "").await;
+    let (r, waited) = waiter.await.unwrap();
+    assert_eq!(r.code(), 0);
+    assert_eq!(messages(&r.body.to_bytes())[0].1, b"second");
+    assert!(waited < Duration::from_secs(2), "{waited:?}");
+    // A held pull with nothing arriving is answered 19 at its timeout.
+    let started = Instant::now();
+    let r = b.call(Running::pull_request("T2", 0, 2, Some(500), "*")).await;
+    assert_eq!(r.code(), ResponseCode::PullNotFound.code());
+    let waited = started.elapsed();
+    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(2), "{waited:?}");
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn consumer_offsets_and_max_offset() {
+    let b = Running::start(|_, _| {}).await;
+    for _ in 0..3 {
+        b.send("T3", 0, b"x", "").await;
+    }
+    let q = QueryConsumerOffsetRequestHeader {
+        consumer_group: "g".into(),
+        topic: "T3".into(),
+        queue_id: 0,
+        set_zero_if_not_found: None,
+    };
+    // No committed offset, first message still hot: 0.
+    let r = b.call(RemotingCommand::request_with(RequestCode::QueryConsumerOffset, &q)).await;
+    assert_eq!(r.decode_header::<QueryConsumerOffsetResponseHeader>().unwrap().offset, 0);
+    let u = UpdateConsumerOffsetRequestHeader {
+        consumer_group: "g".into(),
+        topic: "T3".into(),
+        queue_id: 0,
+        commit_offset: 2,
+    };
+    assert_eq!(b.call(RemotingCommand::request_with(RequestCode::UpdateConsumerOffset, &u)).await.code(), 0);
+    let r = b.call(RemotingCommand::request_with(RequestCode::QueryConsumerOffset, &q)).await;
+    assert_eq!(r.decode_header::<QueryConsumerOffsetResponseHeader>().unwrap().offset, 2);
+    b.dispatched("T3", 0, 3).await;
+    let m = GetMaxOffsetRequestHeader {
+        topic: "T3".into(),
+        queue_id: 0,
+        committed: None,
+    };
+    let r = b.call(RemotingCommand::request_with(RequestCode::GetMaxOffset, &m)).await;
+    assert_eq!(r.decode_header::<GetMaxOffsetResponseHeader>().unwrap().offset, 3);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn send_back_goes_to_retry_then_dlq() {
+    let b = Running::start(|c, _| c.message_delay_level = "1s 1s 1s 1s 1s".into()).await;
+    let r = b.send("T4", 0, b"payload", "TAGS\u{1}A\u{2}UNIQ_KEY\u{1}ABC").await;
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    let (_, offset) = record::parse_offset_msg_id(&h.msg_id).unwrap();
+    let back = |offset: u64, delay: i32, max: i32| ConsumerSendMsgBackRequestHeader {
+        offset: i64::try_from(offset).unwrap(),
+        group: "cg4".into(),
+        delay_level: delay,
+        origin_msg_id: None,
+        origin_topic: Some("T4".into()),
+        unit_mode: Some(false),
+        max_reconsume_times: Some(max),
+    };
+    // First failure: %RETRY%cg4 through the schedule topic (delay level 1 here = 1 s).
+    let r = b.call(RemotingCommand::request_with(RequestCode::ConsumerSendMsgBack, &back(offset, 1, 1))).await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let retry = loop {
+        let (resp, _) = b.pull("%RETRY%cg4", 0, 0, "*").await;
+        if resp.code() == 0 {
+            break messages(&resp.body.to_bytes());
+        }
+        assert!(Instant::now() < deadline, "no retry message after 5 s");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    assert_eq!(retry[0].1, b"payload");
+    assert_eq!(retry[0].3, 1, "reconsume times");
+    assert!(retry[0].2.contains("RETRY_TOPIC\u{1}T4"), "{:?}", retry[0].2);
+    assert!(retry[0].2.contains("UNIQ_KEY\u{1}ABC"));
+    // The retried copy fails again with max 1: it goes to the DLQ.
+    let phy = b.broker.store.commit_log_offset_in_queue("%RETRY%cg4", 0, 0).unwrap();
+    let r = b.call(RemotingCommand::request_with(RequestCode::ConsumerSendMsgBack, &back(phy, 0, 1))).await;
+    assert_eq!(r.code(), 0);
+    b.dispatched("%DLQ%cg4", 0, 1).await;
+    let (resp, _) = b.pull("%DLQ%cg4", 0, 0, "*").await;
+    assert_eq!(resp.code(), 0, "{:?}", resp.remark());
+    assert_eq!(messages(&resp.body.to_bytes())[0].3, 2);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn delayed_messages_arrive_on_time() {
+    let b = Running::start(|c, _| c.message_delay_level = "1s 2s".into()).await;
+    let sent = Instant::now();
+    let r = b.send("T5", 0, b"later", "DELAY\u{1}1").await;
+    assert_eq!(r.code(), 0);
+    // Parked, not visible yet.
+    let (resp, _) = b.pull("T5", 0, 0, "*").await;
+    assert_eq!(resp.code(), ResponseCode::PullNotFound.code());
+    let r = b.call(Running::pull_request("T5", 0, 0, Some(5_000), "*")).await;
+    let waited = sent.elapsed();
+    assert_eq!(r.code(), 0);
+    let m = messages(&r.body.to_bytes());
+    assert_eq!(m[0].1, b"later");
+    assert!(!m[0].2.contains("DELAY\u{1}"), "{:?}", m[0].2);
+    assert!(waited >= Duration::from_millis(950), "too early: {waited:?}");
+    assert!(waited < Duration::from_millis(1500), "too late: {waited:?}");
+    b.stop().await;
+}
