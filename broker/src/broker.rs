@@ -19,6 +19,7 @@ use crate::persist;
 use crate::pull_hold::PullHold;
 use crate::rebalance_lock::RebalanceLockManager;
 use crate::registration::{Identity, NamesrvClient};
+use crate::replication::Replication;
 use crate::schedule::ScheduleService;
 use crate::stats::BrokerStats;
 use crate::subscription_group::SubscriptionGroupManager;
@@ -73,11 +74,17 @@ pub struct Broker {
     pub pull_hold: Arc<PullHold>,
     /// Delay message delivery (masters).
     pub schedule: Arc<ScheduleService>,
+    /// Master/slave replication.
+    pub replication: Replication,
+    /// Serialises role switches.
+    pub switch_lock: tokio::sync::Mutex<()>,
     /// Asks a slave to copy its master's tables at once.
     pub sync_now: tokio::sync::Notify,
     /// Delay of each level (`messageDelayLevel`).
     pub delay_levels: Vec<Duration>,
     listen_port: u16,
+    /// The role the broker was configured with (a switch back to master restores it).
+    start_role: BrokerRole,
     store_host: SocketAddr,
     boot_time: i64,
 }
@@ -91,13 +98,30 @@ impl Broker {
     pub fn open(
         mut config: BrokerConfig,
         store_config: StoreConfig,
+        mut ha_config: ha::HaConfig,
         listen_port: u16,
     ) -> Result<Self, BrokerError> {
         config.sanitize()?;
         let delay_levels = crate::schedule::parse_delay_levels(&config.message_delay_level)
             .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
         let root = store_config.store_path_root_dir.clone();
+        ha_config
+            .sanitize()
+            .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
         let store = Arc::new(MessageStore::open(store_config)?);
+        if !config.broker_role.is_master() {
+            store.set_writable(false);
+        }
+        let ha_listen = format!(
+            "{}:{}",
+            config.bind_address,
+            config.ha_listen_port(listen_port)
+        )
+        .parse()
+        .map_err(|_| {
+            crate::config::ConfigError::Invalid(format!("bad bindAddress {}", config.bind_address))
+        })?;
+        let replication = Replication::new(ha_config, Arc::clone(&store), ha_listen, &root)?;
         let topics =
             TopicConfigManager::load(&config, persist::config_path(&root, persist::TOPICS_JSON))?;
         let groups = SubscriptionGroupManager::load(
@@ -119,6 +143,7 @@ impl Broker {
             persist::config_path(&root, persist::DELAY_OFFSET_JSON),
         )?;
         let store_host = crate::processor::send::store_host(&config.broker_ip1(), listen_port);
+        let config_role = config.broker_role;
         Ok(Broker {
             config: RwLock::new(config),
             store,
@@ -133,6 +158,9 @@ impl Broker {
             pull_hold: Arc::new(PullHold::default()),
             schedule,
             sync_now: tokio::sync::Notify::new(),
+            replication,
+            switch_lock: tokio::sync::Mutex::new(()),
+            start_role: config_role,
             delay_levels,
             listen_port,
             store_host,
@@ -172,6 +200,12 @@ impl Broker {
     #[must_use]
     pub fn role(&self) -> BrokerRole {
         self.config.read().broker_role
+    }
+
+    /// The role configured at start.
+    #[must_use]
+    pub fn start_role(&self) -> BrokerRole {
+        self.start_role
     }
 
     /// Who this broker is, for registration.

@@ -66,6 +66,10 @@ pub struct BrokerConfig {
     pub broker_id: i64,
     /// Master or slave (`ASYNC_MASTER`).
     pub broker_role: BrokerRole,
+    /// sluice: the role a broker configured as SLAVE takes when `switchRole` makes it
+    /// master without naming one (ASYNC_MASTER). A broker configured as a master
+    /// returns to its configured role.
+    pub master_role_on_switch: BrokerRole,
     /// Permission of the whole broker (6 = RW).
     pub broker_permission: i32,
     /// Queues of auto-created topics and of TBW102 (8).
@@ -151,6 +155,7 @@ impl Default for BrokerConfig {
             broker_cluster_name: "DefaultCluster".into(),
             broker_id: 0,
             broker_role: BrokerRole::ASYNC_MASTER,
+            master_role_on_switch: BrokerRole::ASYNC_MASTER,
             broker_permission: 6,
             default_topic_queue_nums: 8,
             auto_create_topic_enable: true,

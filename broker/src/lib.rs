@@ -11,6 +11,7 @@
 //!   consumer-ids-changed notifications.
 //! - [`rebalance_lock`]: queue locks of orderly consumers.
 //! - [`registration`]: REGISTER_BROKER / UNREGISTER_BROKER to every name server.
+//! - [`replication`]: HA service per role, the store as the HA log, promotion point.
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`message`]: message properties read and rewritten on the send path.
@@ -32,6 +33,7 @@ pub mod processor;
 pub mod pull_hold;
 pub mod rebalance_lock;
 pub mod registration;
+pub mod replication;
 pub mod schedule;
 pub mod server;
 pub mod slave_sync;

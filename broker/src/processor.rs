@@ -10,6 +10,7 @@
 //! - `offsets`: offsets, topic and consume stats, reset offset.
 //! - `query`: messages by key and by offset id.
 //! - `admin`: topics, groups, config, runtime info, connections.
+//! - `role`: role switching and HA status (sluice's private codes).
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ pub mod client;
 pub mod offsets;
 pub mod pull;
 pub mod query;
+pub mod role;
 pub mod send;
 pub mod send_back;
 
@@ -82,6 +84,8 @@ impl Processor for BrokerProcessor {
             RequestCode::CloneGroupOffset => offsets::clone_group_offset(b, &request),
             RequestCode::QueryMessage => query::query_message(b, &request),
             RequestCode::ViewMessageById => query::view_message(b, &request),
+            RequestCode::SluiceSwitchRole => return role::switch_role(&self.broker, &request),
+            RequestCode::SluiceHaStatus => return Reply::Now(role::ha_status(b)),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
             RequestCode::CheckClientConfig => client::check_client_config(&request),

@@ -52,6 +52,7 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
     let as_listener: Arc<dyn ConnectionListener> = processor;
     dispatcher.add_listener(as_listener);
 
+    start_replication(&broker);
     let pull_tasks = start_long_polling(&broker);
     broker
         .store
@@ -77,6 +78,7 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
 
     stop_tx.send_replace(true);
     broker.schedule.stop();
+    broker.replication.stop();
     for task in pull_tasks {
         task.abort();
     }
@@ -94,6 +96,21 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
         error!(error = %e, "store shutdown failed");
     }
     info!("broker stopped");
+}
+
+/// Starts the HA side of the configured role. A master whose HA port cannot be bound
+/// still serves (without replication), loudly; a slave waits for its master's address.
+fn start_replication(broker: &Arc<Broker>) {
+    let result = if broker.role().is_master() {
+        broker.replication.start_master()
+    } else {
+        broker
+            .replication
+            .start_slave(broker.replication.config().ha_master_address.clone())
+    };
+    if let Err(e) = result {
+        error!(error = %e, "cannot start replication");
+    }
 }
 
 /// Wires long polling: dispatch wakes held pulls, woken pulls run again.
@@ -128,6 +145,7 @@ impl DispatchListener for WakePulls {
 /// Registers at once, then every `registerNameServerPeriod` and whenever topics change.
 async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let changed = broker.topics.changed();
+    let mut following: Option<String> = None;
     loop {
         let registered = broker
             .namesrv
@@ -136,6 +154,19 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
         if let Some(reg) = registered {
             if !reg.order_topics.is_empty() {
                 broker.topics.update_order_topics(&reg.order_topics);
+            }
+            // A slave follows the master the name server knows, unless haMasterAddress
+            // pins one; a new master is checked for divergence first.
+            if !broker.role().is_master() && broker.replication.config().ha_master_address.is_none()
+            {
+                if let (Some(master), Some(ha_addr)) = (&reg.master_addr, &reg.ha_server_addr) {
+                    if following.as_deref() != Some(master.as_str()) {
+                        crate::processor::role::follow(&broker, master, ha_addr).await;
+                        following = Some(master.clone());
+                    }
+                }
+            } else {
+                following = None;
             }
         } else if !broker.namesrv.addrs().is_empty() {
             warn!("no name server accepted the registration");

@@ -2,7 +2,10 @@
 //! pull paths, the response codes RocketMQ gives for bad input, long polling, offsets,
 //! send-back to retry and DLQ, delay delivery, and the admin codes tools use.
 
-#![allow(clippy::unwrap_used, reason = "test code: a failed step should fail the test")]
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step should fail the test"
+)]
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -36,12 +39,17 @@ struct Running {
 
 impl Running {
     async fn start(tweak: impl FnOnce(&mut BrokerConfig, &mut StoreConfig)) -> Self {
-        let _ = tracing_subscriber::fmt().with_test_writer().with_env_filter("info").try_init();
+        let _ = tracing_subscriber::fmt()
+            .with_test_writer()
+            .with_env_filter("info")
+            .try_init();
         let dir = tempfile::tempdir().unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let mut config = BrokerConfig {
             broker_name: "broker-a".into(),
+            bind_address: "127.0.0.1".into(),
+            ha_listen_port: Some(0),
             broker_ip1: Some("127.0.0.1".into()),
             namesrv_addr: None,
             ..BrokerConfig::default()
@@ -49,7 +57,14 @@ impl Running {
         let mut store = StoreConfig::with_root(dir.path().join("store"));
         store.mapped_file_size_commit_log = 1024 * 1024;
         tweak(&mut config, &mut store);
-        let broker = Arc::new(tokio::task::spawn_blocking(move || Broker::open(config, store, port)).await.unwrap().unwrap());
+        let broker = Arc::new(
+            tokio::task::spawn_blocking(move || {
+                Broker::open(config, store, ha::HaConfig::default(), port)
+            })
+            .await
+            .unwrap()
+            .unwrap(),
+        );
         let (stop, stopped) = oneshot::channel::<()>();
         let done = tokio::spawn(broker::server::run(Arc::clone(&broker), listener, async {
             let _ = stopped.await;
@@ -85,11 +100,20 @@ impl Running {
             batch: Some(false),
             broker_name: None,
         };
-        self.call(RemotingCommand::request_with(RequestCode::SendMessageV2, &header).with_body(Bytes::copy_from_slice(body)))
-            .await
+        self.call(
+            RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
+                .with_body(Bytes::copy_from_slice(body)),
+        )
+        .await
     }
 
-    fn pull_request(topic: &str, queue_id: i32, offset: i64, suspend_ms: Option<i64>, sub: &str) -> RemotingCommand {
+    fn pull_request(
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        suspend_ms: Option<i64>,
+        sub: &str,
+    ) -> RemotingCommand {
         let mut flag = pull_sys_flag::SUBSCRIPTION;
         if suspend_ms.is_some() {
             flag |= pull_sys_flag::SUSPEND;
@@ -112,8 +136,16 @@ impl Running {
     }
 
     /// A pull; the four response header fields must be there on 0/19/20/21.
-    async fn pull(&self, topic: &str, queue_id: i32, offset: i64, sub: &str) -> (RemotingCommand, PullMessageResponseHeader) {
-        let resp = self.call(Self::pull_request(topic, queue_id, offset, None, sub)).await;
+    async fn pull(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        sub: &str,
+    ) -> (RemotingCommand, PullMessageResponseHeader) {
+        let resp = self
+            .call(Self::pull_request(topic, queue_id, offset, None, sub))
+            .await;
         let header = if [0, 19, 20, 21].contains(&resp.code()) {
             resp.decode_header::<PullMessageResponseHeader>().unwrap()
         } else {
@@ -127,7 +159,10 @@ impl Running {
     async fn dispatched(&self, topic: &str, queue_id: i32, count: u64) {
         let deadline = Instant::now() + T;
         while self.broker.store.max_offset_in_queue(topic, queue_id) < count {
-            assert!(Instant::now() < deadline, "{topic}/{queue_id} not dispatched");
+            assert!(
+                Instant::now() < deadline,
+                "{topic}/{queue_id} not dispatched"
+            );
             tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
@@ -146,8 +181,15 @@ fn messages(body: &[u8]) -> Vec<(String, Vec<u8>, String, i32)> {
     let mut out = Vec::new();
     let mut rest = body;
     while !rest.is_empty() {
-        let Ok(Some(Record::Message(m))) = record::decode(rest) else { panic!("bad pull body") };
-        out.push((m.topic.to_owned(), m.body.to_vec(), m.properties_str().into_owned(), m.reconsume_times));
+        let Ok(Some(Record::Message(m))) = record::decode(rest) else {
+            panic!("bad pull body")
+        };
+        out.push((
+            m.topic.to_owned(),
+            m.body.to_vec(),
+            m.properties_str().into_owned(),
+            m.reconsume_times,
+        ));
         rest = &rest[m.total_size as usize..];
     }
     out
@@ -158,7 +200,14 @@ async fn send_then_pull_with_tag_filter_and_status_codes() {
     let b = Running::start(|_, _| {}).await;
     for i in 0..4 {
         let tag = if i % 2 == 0 { "A" } else { "B" };
-        let r = b.send("T1", 0, format!("m{i}").as_bytes(), &format!("TAGS\u{1}{tag}\u{2}KEYS\u{1}k{i}")).await;
+        let r = b
+            .send(
+                "T1",
+                0,
+                format!("m{i}").as_bytes(),
+                &format!("TAGS\u{1}{tag}\u{2}KEYS\u{1}k{i}"),
+            )
+            .await;
         assert_eq!(r.code(), 0, "{:?}", r.remark());
         let h: SendMessageResponseHeader = r.decode_header().unwrap();
         assert_eq!(h.queue_offset, i);
@@ -171,18 +220,37 @@ async fn send_then_pull_with_tag_filter_and_status_codes() {
     assert_eq!((h.next_begin_offset, h.min_offset, h.max_offset), (4, 0, 4));
     let all = messages(&resp.body.to_bytes());
     assert_eq!(all.len(), 4);
-    assert!(all[0].2.contains("CLUSTER\u{1}DefaultCluster"), "{:?}", all[0].2);
+    assert!(
+        all[0].2.contains("CLUSTER\u{1}DefaultCluster"),
+        "{:?}",
+        all[0].2
+    );
     // Only tag A: the broker filters by tag hash, nextBeginOffset covers every unit scanned.
     let (resp, h) = b.pull("T1", 0, 0, "A").await;
-    assert_eq!(messages(&resp.body.to_bytes()).iter().map(|m| m.1.clone()).collect::<Vec<_>>(), vec![b"m0".to_vec(), b"m2".to_vec()]);
+    assert_eq!(
+        messages(&resp.body.to_bytes())
+            .iter()
+            .map(|m| m.1.clone())
+            .collect::<Vec<_>>(),
+        vec![b"m0".to_vec(), b"m2".to_vec()]
+    );
     assert_eq!(h.next_begin_offset, 4);
     // Nothing matched in what was scanned → 20; at the end → 19; past it → 21.
     let (resp, h) = b.pull("T1", 0, 3, "A").await;
-    assert_eq!((resp.code(), h.next_begin_offset), (ResponseCode::PullRetryImmediately.code(), 4));
+    assert_eq!(
+        (resp.code(), h.next_begin_offset),
+        (ResponseCode::PullRetryImmediately.code(), 4)
+    );
     let (resp, h) = b.pull("T1", 0, 4, "*").await;
-    assert_eq!((resp.code(), h.next_begin_offset), (ResponseCode::PullNotFound.code(), 4));
+    assert_eq!(
+        (resp.code(), h.next_begin_offset),
+        (ResponseCode::PullNotFound.code(), 4)
+    );
     let (resp, h) = b.pull("T1", 0, 9, "*").await;
-    assert_eq!((resp.code(), h.next_begin_offset), (ResponseCode::PullOffsetMoved.code(), 4));
+    assert_eq!(
+        (resp.code(), h.next_begin_offset),
+        (ResponseCode::PullOffsetMoved.code(), 4)
+    );
     // An empty queue of a known topic: 19 at offset 0, 21 elsewhere.
     let (resp, _) = b.pull("T1", 1, 0, "*").await;
     assert_eq!(resp.code(), ResponseCode::PullNotFound.code());
@@ -196,16 +264,29 @@ async fn bad_input_gets_rocketmq_codes() {
     let b = Running::start(|_, _| {}).await;
     let big = vec![b'x'; 4 * 1024 * 1024 + 1];
     let r = b.send("T1", 0, &big, "").await;
-    assert_eq!(r.code(), ResponseCode::MessageIllegal.code(), "{:?}", r.remark());
+    assert_eq!(
+        r.code(),
+        ResponseCode::MessageIllegal.code(),
+        "{:?}",
+        r.remark()
+    );
     let r = b.send("bad topic", 0, b"x", "").await;
     assert_eq!(r.code(), ResponseCode::SystemError.code());
-    assert!(r.remark().unwrap().contains("illegal characters"), "{:?}", r.remark());
+    assert!(
+        r.remark().unwrap().contains("illegal characters"),
+        "{:?}",
+        r.remark()
+    );
     let r = b.send("SCHEDULE_TOPIC_XXXX", 0, b"x", "").await;
     assert_eq!(r.code(), ResponseCode::NoPermission.code());
     b.send("T1", 0, b"x", "").await;
     let r = b.send("T1", 99, b"x", "").await;
     assert_eq!(r.code(), ResponseCode::SystemError.code());
-    assert!(r.remark().unwrap().contains("queueId[99] is illegal"), "{:?}", r.remark());
+    assert!(
+        r.remark().unwrap().contains("queueId[99] is illegal"),
+        "{:?}",
+        r.remark()
+    );
     // Pulls: unknown topic, queue out of range.
     let (r, _) = b.pull("NoSuchTopic", 0, 0, "*").await;
     assert_eq!(r.code(), ResponseCode::TopicNotExist.code());
@@ -214,9 +295,14 @@ async fn bad_input_gets_rocketmq_codes() {
     // A pull without subscription from a group that never sent a heartbeat.
     let mut req = Running::pull_request("T1", 0, 0, None, "*");
     req.header.ext_fields.insert("sysFlag", "0");
-    assert_eq!(b.call(req).await.code(), ResponseCode::SubscriptionNotExist.code());
+    assert_eq!(
+        b.call(req).await.code(),
+        ResponseCode::SubscriptionNotExist.code()
+    );
     // A header missing a required field: SYSTEM_ERROR, connection kept.
-    let r = b.call(RemotingCommand::request(RequestCode::PullMessage)).await;
+    let r = b
+        .call(RemotingCommand::request(RequestCode::PullMessage))
+        .await;
     assert_eq!(r.code(), ResponseCode::SystemError.code());
     assert_eq!(b.send("T1", 0, b"still here", "").await.code(), 0);
     b.stop().await;
@@ -232,7 +318,11 @@ async fn long_poll_is_answered_when_a_message_arrives() {
         tokio::spawn(async move {
             let started = Instant::now();
             let r = client
-                .invoke(&addr, Running::pull_request("T2", 0, 1, Some(10_000), "*"), Duration::from_secs(15))
+                .invoke(
+                    &addr,
+                    Running::pull_request("T2", 0, 1, Some(10_000), "*"),
+                    Duration::from_secs(15),
+                )
                 .await
                 .unwrap();
             (r, started.elapsed())
@@ -247,10 +337,15 @@ async fn long_poll_is_answered_when_a_message_arrives() {
     assert!(waited < Duration::from_secs(2), "{waited:?}");
     // A held pull with nothing arriving is answered 19 at its timeout.
     let started = Instant::now();
-    let r = b.call(Running::pull_request("T2", 0, 2, Some(500), "*")).await;
+    let r = b
+        .call(Running::pull_request("T2", 0, 2, Some(500), "*"))
+        .await;
     assert_eq!(r.code(), ResponseCode::PullNotFound.code());
     let waited = started.elapsed();
-    assert!(waited >= Duration::from_millis(450) && waited < Duration::from_secs(2), "{waited:?}");
+    assert!(
+        waited >= Duration::from_millis(450) && waited < Duration::from_secs(2),
+        "{waited:?}"
+    );
     b.stop().await;
 }
 
@@ -267,32 +362,69 @@ async fn consumer_offsets_and_max_offset() {
         set_zero_if_not_found: None,
     };
     // No committed offset, first message still hot: 0.
-    let r = b.call(RemotingCommand::request_with(RequestCode::QueryConsumerOffset, &q)).await;
-    assert_eq!(r.decode_header::<QueryConsumerOffsetResponseHeader>().unwrap().offset, 0);
+    let r = b
+        .call(RemotingCommand::request_with(
+            RequestCode::QueryConsumerOffset,
+            &q,
+        ))
+        .await;
+    assert_eq!(
+        r.decode_header::<QueryConsumerOffsetResponseHeader>()
+            .unwrap()
+            .offset,
+        0
+    );
     let u = UpdateConsumerOffsetRequestHeader {
         consumer_group: "g".into(),
         topic: "T3".into(),
         queue_id: 0,
         commit_offset: 2,
     };
-    assert_eq!(b.call(RemotingCommand::request_with(RequestCode::UpdateConsumerOffset, &u)).await.code(), 0);
-    let r = b.call(RemotingCommand::request_with(RequestCode::QueryConsumerOffset, &q)).await;
-    assert_eq!(r.decode_header::<QueryConsumerOffsetResponseHeader>().unwrap().offset, 2);
+    assert_eq!(
+        b.call(RemotingCommand::request_with(
+            RequestCode::UpdateConsumerOffset,
+            &u
+        ))
+        .await
+        .code(),
+        0
+    );
+    let r = b
+        .call(RemotingCommand::request_with(
+            RequestCode::QueryConsumerOffset,
+            &q,
+        ))
+        .await;
+    assert_eq!(
+        r.decode_header::<QueryConsumerOffsetResponseHeader>()
+            .unwrap()
+            .offset,
+        2
+    );
     b.dispatched("T3", 0, 3).await;
     let m = GetMaxOffsetRequestHeader {
         topic: "T3".into(),
         queue_id: 0,
         committed: None,
     };
-    let r = b.call(RemotingCommand::request_with(RequestCode::GetMaxOffset, &m)).await;
-    assert_eq!(r.decode_header::<GetMaxOffsetResponseHeader>().unwrap().offset, 3);
+    let r = b
+        .call(RemotingCommand::request_with(RequestCode::GetMaxOffset, &m))
+        .await;
+    assert_eq!(
+        r.decode_header::<GetMaxOffsetResponseHeader>()
+            .unwrap()
+            .offset,
+        3
+    );
     b.stop().await;
 }
 
 #[tokio::test]
 async fn send_back_goes_to_retry_then_dlq() {
     let b = Running::start(|c, _| c.message_delay_level = "1s 1s 1s 1s 1s".into()).await;
-    let r = b.send("T4", 0, b"payload", "TAGS\u{1}A\u{2}UNIQ_KEY\u{1}ABC").await;
+    let r = b
+        .send("T4", 0, b"payload", "TAGS\u{1}A\u{2}UNIQ_KEY\u{1}ABC")
+        .await;
     let h: SendMessageResponseHeader = r.decode_header().unwrap();
     let (_, offset) = record::parse_offset_msg_id(&h.msg_id).unwrap();
     let back = |offset: u64, delay: i32, max: i32| ConsumerSendMsgBackRequestHeader {
@@ -305,7 +437,12 @@ async fn send_back_goes_to_retry_then_dlq() {
         max_reconsume_times: Some(max),
     };
     // First failure: %RETRY%cg4 through the schedule topic (delay level 1 here = 1 s).
-    let r = b.call(RemotingCommand::request_with(RequestCode::ConsumerSendMsgBack, &back(offset, 1, 1))).await;
+    let r = b
+        .call(RemotingCommand::request_with(
+            RequestCode::ConsumerSendMsgBack,
+            &back(offset, 1, 1),
+        ))
+        .await;
     assert_eq!(r.code(), 0, "{:?}", r.remark());
     let deadline = Instant::now() + Duration::from_secs(5);
     let retry = loop {
@@ -318,11 +455,24 @@ async fn send_back_goes_to_retry_then_dlq() {
     };
     assert_eq!(retry[0].1, b"payload");
     assert_eq!(retry[0].3, 1, "reconsume times");
-    assert!(retry[0].2.contains("RETRY_TOPIC\u{1}T4"), "{:?}", retry[0].2);
+    assert!(
+        retry[0].2.contains("RETRY_TOPIC\u{1}T4"),
+        "{:?}",
+        retry[0].2
+    );
     assert!(retry[0].2.contains("UNIQ_KEY\u{1}ABC"));
     // The retried copy fails again with max 1: it goes to the DLQ.
-    let phy = b.broker.store.commit_log_offset_in_queue("%RETRY%cg4", 0, 0).unwrap();
-    let r = b.call(RemotingCommand::request_with(RequestCode::ConsumerSendMsgBack, &back(phy, 0, 1))).await;
+    let phy = b
+        .broker
+        .store
+        .commit_log_offset_in_queue("%RETRY%cg4", 0, 0)
+        .unwrap();
+    let r = b
+        .call(RemotingCommand::request_with(
+            RequestCode::ConsumerSendMsgBack,
+            &back(phy, 0, 1),
+        ))
+        .await;
     assert_eq!(r.code(), 0);
     b.dispatched("%DLQ%cg4", 0, 1).await;
     let (resp, _) = b.pull("%DLQ%cg4", 0, 0, "*").await;
@@ -340,13 +490,18 @@ async fn delayed_messages_arrive_on_time() {
     // Parked, not visible yet.
     let (resp, _) = b.pull("T5", 0, 0, "*").await;
     assert_eq!(resp.code(), ResponseCode::PullNotFound.code());
-    let r = b.call(Running::pull_request("T5", 0, 0, Some(5_000), "*")).await;
+    let r = b
+        .call(Running::pull_request("T5", 0, 0, Some(5_000), "*"))
+        .await;
     let waited = sent.elapsed();
     assert_eq!(r.code(), 0);
     let m = messages(&r.body.to_bytes());
     assert_eq!(m[0].1, b"later");
     assert!(!m[0].2.contains("DELAY\u{1}"), "{:?}", m[0].2);
-    assert!(waited >= Duration::from_millis(950), "too early: {waited:?}");
+    assert!(
+        waited >= Duration::from_millis(950),
+        "too early: {waited:?}"
+    );
     assert!(waited < Duration::from_millis(1500), "too late: {waited:?}");
     b.stop().await;
 }

@@ -16,6 +16,7 @@
 pub mod cluster;
 pub mod consumer;
 pub mod format;
+pub mod ha;
 pub mod message;
 pub mod topic;
 
@@ -107,22 +108,12 @@ pub enum Command {
     /// Consume message
     #[command(name = "consumeMessage")]
     ConsumeMessage(message::ConsumeMessage),
-    /// Switch a broker between master and slave (not built yet: issue 6)
-    // TODO(#6): switchRole -b addr --role MASTER|SLAVE [--master addr]; sends the role
-    // switch admin request to the broker and waits for its re-registration.
-    #[command(name = "switchRole", hide = true)]
-    SwitchRole(SwitchRole),
-}
-
-/// Placeholder for the failover drill command of issue 6.
-#[derive(Debug, Args)]
-pub struct SwitchRole {
-    /// Common options.
-    #[command(flatten)]
-    pub common: Common,
-    /// Arguments, accepted and ignored until the command exists.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-    pub rest: Vec<String>,
+    /// Switch a broker between master and slave (sluice failover drills)
+    #[command(name = "switchRole")]
+    SwitchRole(ha::SwitchRole),
+    /// Show a broker's role, log end, promotion point and replication state (sluice)
+    #[command(name = "haStatus")]
+    HaStatus(ha::HaStatus),
 }
 
 /// What a running command writes to and talks through.
@@ -164,6 +155,7 @@ impl Command {
             Command::SendMessage(c) => &c.common,
             Command::ConsumeMessage(c) => &c.common,
             Command::SwitchRole(c) => &c.common,
+            Command::HaStatus(c) => &c.common,
         }
     }
 
@@ -190,9 +182,8 @@ impl Command {
             Command::QueryMsgByOffset(c) => c.run(ctx).await,
             Command::SendMessage(c) => c.run(ctx).await,
             Command::ConsumeMessage(c) => c.run(ctx).await,
-            Command::SwitchRole(_) => Err(ToolsError::Usage(
-                "switchRole is not implemented yet (issue 6: HA and role switching)".to_owned(),
-            )),
+            Command::SwitchRole(c) => c.run(ctx).await,
+            Command::HaStatus(c) => c.run(ctx).await,
         }
     }
 }

@@ -40,7 +40,9 @@ fn init_tracing() {
         .init();
 }
 
-fn load(cli: &Cli) -> Result<(BrokerConfig, StoreConfig), Box<dyn std::error::Error>> {
+fn load(
+    cli: &Cli,
+) -> Result<(BrokerConfig, StoreConfig, ha::HaConfig), Box<dyn std::error::Error>> {
     let mut overrides = cli.overrides.clone();
     if let Some(n) = &cli.namesrv_addr {
         overrides.push(format!("namesrvAddr={n}"));
@@ -50,15 +52,16 @@ fn load(cli: &Cli) -> Result<(BrokerConfig, StoreConfig), Box<dyn std::error::Er
     let settings = Settings::load(cli.config_file.as_deref(), &overrides)?;
     let broker: BrokerConfig = settings.deserialize()?;
     let store: StoreConfig = settings.deserialize()?;
+    let ha: ha::HaConfig = settings.deserialize()?;
     settings.accept_keys(ACCEPTED_UNUSED_KEYS);
     settings.warn_unknown();
-    Ok((broker, store))
+    Ok((broker, store, ha))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let (config, store_config) = match load(&cli) {
+    let (config, store_config, ha_config) = match load(&cli) {
         Ok(c) => c,
         Err(e) => {
             error!(error = %e, "cannot load config");
@@ -76,7 +79,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(serve(config, store_config)) {
+    match runtime.block_on(serve(config, store_config, ha_config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             error!(error = %e, "broker failed");
@@ -89,6 +92,7 @@ fn main() -> ExitCode {
 async fn serve(
     config: BrokerConfig,
     store_config: StoreConfig,
+    ha_config: ha::HaConfig,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -104,7 +108,8 @@ async fn serve(
     // Opening the store (recovery) may take a while; the port is bound first so the
     // address is reserved, and served once the store is ready.
     let broker =
-        tokio::task::spawn_blocking(move || Broker::open(config, store_config, port)).await??;
+        tokio::task::spawn_blocking(move || Broker::open(config, store_config, ha_config, port))
+            .await??;
     let broker = Arc::new(broker);
     println!(
         "The broker[{}, {}] boot success. serializeType=JSON",

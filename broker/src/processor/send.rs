@@ -7,6 +7,7 @@
 
 use std::net::SocketAddr;
 
+use ha::ReplicaStatus;
 use remoting::protocol::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
@@ -20,6 +21,7 @@ use tracing::debug;
 
 use super::{Refusal, respond};
 use crate::broker::Broker;
+use crate::config::BrokerRole;
 use crate::message::{self, CLUSTER, DELAY, REAL_QID, REAL_TOPIC};
 
 /// Queues of a DLQ topic (`DLQ_NUMS_PER_GROUP`).
@@ -61,32 +63,41 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
     let wait =
         result.status.is_ok() && message::wait_store_ok(header.properties.as_deref().unwrap_or(""));
     let queue_id = prepared.queue_id();
-    match (&result.append, wait) {
-        (Some(append), true)
-            if broker.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH =>
-        {
-            let flush = broker.store.wait_flushed(append.end_offset());
-            let response_base = send_response_extras(
-                broker,
-                RemotingCommand::response(ResponseCode::Success, None),
-            );
-            Reply::later(async move {
-                let status = flush.await;
-                Some(put_response(
-                    response_base,
-                    &PutResult { status, ..result },
-                    queue_id,
-                ))
-            })
-        }
-        _ => {
-            let base = send_response_extras(
-                broker,
-                RemotingCommand::response(ResponseCode::Success, None),
-            );
-            Reply::Now(put_response(base, &result, queue_id))
-        }
+    let base = send_response_extras(
+        broker,
+        RemotingCommand::response(ResponseCode::Success, None),
+    );
+    let end = match (&result.append, wait) {
+        (Some(append), true) => append.end_offset(),
+        _ => return Reply::Now(put_response(base, &result, queue_id)),
+    };
+    // Group commit, then (SYNC_MASTER) a slave's ack: both are futures, no thread waits.
+    let flush = (broker.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH)
+        .then(|| broker.store.wait_flushed(end));
+    let replica = (broker.role() == BrokerRole::SYNC_MASTER)
+        .then(|| broker.replication.wait_for_slave(end.0))
+        .flatten();
+    if flush.is_none() && replica.is_none() {
+        return Reply::Now(put_response(base, &result, queue_id));
     }
+    Reply::later(async move {
+        let mut status = PutMessageStatus::PutOk;
+        if let Some(flush) = flush {
+            status = flush.await;
+        }
+        if let (Some(replica), true) = (replica, status.is_ok()) {
+            status = match replica.await {
+                ReplicaStatus::PutOk => PutMessageStatus::PutOk,
+                ReplicaStatus::FlushSlaveTimeout => PutMessageStatus::FlushSlaveTimeout,
+                ReplicaStatus::SlaveNotAvailable => PutMessageStatus::SlaveNotAvailable,
+            };
+        }
+        Some(put_response(
+            base,
+            &PutResult { status, ..result },
+            queue_id,
+        ))
+    })
 }
 
 fn decode_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, Refusal> {

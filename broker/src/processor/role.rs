@@ -1,0 +1,356 @@
+//! Role switching for failover drills (sluice's private codes, documented in
+//! `remoting::code`): SLUICE_SWITCH_ROLE (40001) turns a slave into the master or a
+//! master into a slave of a given master; SLUICE_HA_STATUS (40002) reports the role,
+//! the log end, the promotion point and the HA state.
+//!
+//! Slave → master: stop the HA client, finish dispatching what was received (a
+//! partial record at the tail is cut), record the promotion point, take writes,
+//! start the HA accept service and the schedule service, re-register as brokerId 0.
+//! Master → slave: stop taking writes, stop the schedule service, cut the log back to
+//! the new master's promotion point (bytes past it were never replicated there), start
+//! the HA client, re-register with a slave id. Both are idempotent, and switches are
+//! serialised, so racing requests leave one consistent role and at most one schedule
+//! service running.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use remoting::server::Reply;
+use remoting::{RemotingClient, RemotingCommand, RequestCode, ResponseCode, fastjson};
+use serde::{Deserialize, Serialize};
+use store::PhyOffset;
+use tracing::{info, warn};
+
+use super::{Refusal, success};
+use crate::broker::Broker;
+use crate::config::BrokerRole;
+
+/// How long a promotion waits for dispatch to catch up with what was replicated.
+const DISPATCH_WAIT: Duration = Duration::from_secs(5);
+const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// SLUICE_HA_STATUS body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct HaStatusBody {
+    /// ASYNC_MASTER | SYNC_MASTER | SLAVE.
+    pub role: String,
+    /// Broker id.
+    pub broker_id: i64,
+    /// CommitLog max offset.
+    pub max_offset: u64,
+    /// Where the log ended when this broker was promoted (a new master), if it was.
+    pub promoted_at_offset: Option<u64>,
+    /// Id of that promotion.
+    pub promotion_epoch: Option<u64>,
+    /// `ip:port` slaves connect to.
+    pub ha_address: String,
+    /// Highest offset a slave acknowledged (masters).
+    pub slave_ack_offset: Option<u64>,
+    /// Connected slaves (masters).
+    pub slaves: Vec<String>,
+    /// Master HA address and whether connected (slaves).
+    pub master: Option<String>,
+    /// Whether the HA client is connected (slaves).
+    pub connected: bool,
+}
+
+/// SLUICE_SWITCH_ROLE answer body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+pub struct SwitchResult {
+    /// The role now.
+    pub role: String,
+    /// The broker id now.
+    pub broker_id: i64,
+    /// Where the log was cut, if it was.
+    pub truncated_to: Option<u64>,
+    /// Whether the role changed (false: it already had it).
+    pub changed: bool,
+    /// How long the switch took, ms.
+    pub took_ms: u64,
+}
+
+/// SLUICE_HA_STATUS.
+pub fn ha_status(broker: &Broker) -> RemotingCommand {
+    let config = broker.config();
+    let mut body = HaStatusBody {
+        role: config.broker_role.name().to_owned(),
+        broker_id: config.broker_id,
+        max_offset: broker.store.commit_log().max_offset().0,
+        promoted_at_offset: broker.replication.promoted_at(),
+        promotion_epoch: broker.replication.promotion_epoch(),
+        ha_address: format!(
+            "{}:{}",
+            config.broker_ip2(),
+            broker.replication.listen_addr().port()
+        ),
+        ..HaStatusBody::default()
+    };
+    drop(config);
+    match broker.replication.status() {
+        ha::HaStatus::Master(m) => {
+            body.slave_ack_offset = Some(m.push2_slave_max_offset);
+            body.slaves = m.slaves.iter().map(|s| s.addr.to_string()).collect();
+        }
+        ha::HaStatus::Slave(c) => {
+            body.master = c.master_addr.clone();
+            body.connected = c.connected.is_some();
+        }
+        _ => {}
+    }
+    match fastjson::to_vec(&body, fastjson::KeyStyle::Fastjson) {
+        Ok(bytes) => success().with_body(bytes),
+        Err(e) => Refusal::from(e).into_response(),
+    }
+}
+
+/// SLUICE_SWITCH_ROLE. ExtFields: `role` = MASTER | SLAVE; for MASTER optionally
+/// `brokerRole` = SYNC_MASTER | ASYNC_MASTER; for SLAVE `masterAddress` (the new
+/// master's main `ip:port`) and optionally `haMasterAddress` and `brokerId`.
+pub fn switch_role(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
+    let target = request.ext("role").unwrap_or("").to_ascii_uppercase();
+    let broker = Arc::clone(broker);
+    let request = request.clone();
+    Reply::later(async move {
+        // One switch at a time.
+        let _guard = broker.switch_lock.lock().await;
+        let started = Instant::now();
+        let outcome = match target.as_str() {
+            "MASTER" => to_master(&broker, &request).await,
+            "SLAVE" => to_slave(&broker, &request).await,
+            other => Err(Refusal::new(
+                ResponseCode::InvalidParameter,
+                format!("role must be MASTER or SLAVE, not '{other}'"),
+            )),
+        };
+        Some(match outcome {
+            Ok(mut result) => {
+                result.took_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+                info!(role = %result.role, id = result.broker_id, changed = result.changed, took_ms = result.took_ms, "role switch done");
+                match fastjson::to_vec(&result, fastjson::KeyStyle::Fastjson) {
+                    Ok(bytes) => success().with_body(bytes),
+                    Err(e) => Refusal::from(e).into_response(),
+                }
+            }
+            Err(refusal) => refusal.into_response(),
+        })
+    })
+}
+
+async fn to_master(
+    broker: &Arc<Broker>,
+    request: &RemotingCommand,
+) -> Result<SwitchResult, Refusal> {
+    let role = match request
+        .ext("brokerRole")
+        .map(str::to_ascii_uppercase)
+        .as_deref()
+    {
+        Some("SYNC_MASTER") => BrokerRole::SYNC_MASTER,
+        Some("ASYNC_MASTER") => BrokerRole::ASYNC_MASTER,
+        Some(other) => {
+            return Err(Refusal::new(
+                ResponseCode::InvalidParameter,
+                format!("unknown brokerRole '{other}'"),
+            ));
+        }
+        None if broker.start_role().is_master() => broker.start_role(),
+        None => broker.config().master_role_on_switch,
+    };
+    let current = broker.role();
+    if current == role && broker.config().broker_id == 0 {
+        broker.schedule.start();
+        return Ok(result(broker, None, false));
+    }
+    info!(
+        from = current.name(),
+        to = role.name(),
+        "switching to master"
+    );
+    broker.replication.stop();
+    let store = Arc::clone(&broker.store);
+    let truncated = tokio::task::spawn_blocking(move || -> Result<Option<u64>, String> {
+        // Whatever was received is dispatched; a record cut short by the old master's
+        // death is removed, so the log ends on a record boundary.
+        store.wait_dispatched(DISPATCH_WAIT);
+        let end = store.reput_from();
+        if end < store.commit_log().max_offset().0 {
+            store
+                .truncate_dirty(PhyOffset(end))
+                .map_err(|e| e.to_string())?;
+            return Ok(Some(end));
+        }
+        Ok(None)
+    })
+    .await
+    .map_err(|e| Refusal::system(e.to_string()))?
+    .map_err(|e| Refusal::system(format!("cannot cut the partial tail: {e}")))?;
+    let promoted_at = broker.store.commit_log().max_offset().0;
+    broker.replication.set_promoted_at(Some(promoted_at));
+    broker.update_config(|c| {
+        c.broker_role = role;
+        c.broker_id = 0;
+    });
+    broker.store.set_writable(true);
+    broker
+        .replication
+        .start_master()
+        .map_err(|e| Refusal::system(format!("cannot start the HA service: {e}")))?;
+    broker.schedule.start();
+    broker
+        .namesrv
+        .register(&broker.identity(), broker.topics.wrapper())
+        .await;
+    info!(promoted_at, "now master");
+    Ok(result(broker, truncated, true))
+}
+
+async fn to_slave(
+    broker: &Arc<Broker>,
+    request: &RemotingCommand,
+) -> Result<SwitchResult, Refusal> {
+    let master = request
+        .ext("masterAddress")
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned);
+    let broker_id = match request.ext("brokerId") {
+        Some(id) => id.parse::<i64>().ok().filter(|id| *id > 0).ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::InvalidParameter,
+                format!("brokerId '{id}' must be > 0"),
+            )
+        })?,
+        None if broker.config().broker_id > 0 => broker.config().broker_id,
+        None => 1,
+    };
+    // Ask the new master where its log ended at promotion and where its HA port is.
+    let status = match &master {
+        Some(addr) => Some(fetch_status(addr).await?),
+        None => None,
+    };
+    let ha_addr = request
+        .ext("haMasterAddress")
+        .filter(|a| !a.is_empty())
+        .map(str::to_owned)
+        .or_else(|| status.as_ref().map(|s| s.ha_address.clone()));
+    if ha_addr.is_none() {
+        return Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            "switching to SLAVE needs masterAddress (the new master's ip:port) or haMasterAddress",
+        ));
+    }
+    info!(master = ?master, ha = ?ha_addr, broker_id, "switching to slave");
+    broker.store.set_writable(false);
+    broker.schedule.stop();
+    let own_end = broker.store.commit_log().max_offset().0;
+    let cut_at = status
+        .as_ref()
+        .and_then(|s| s.promoted_at_offset.or(Some(s.max_offset)));
+    let truncated = match cut_at {
+        Some(point) if own_end > point => {
+            warn!(
+                own_end,
+                point, "cutting the tail the new master does not have"
+            );
+            let store = Arc::clone(&broker.store);
+            tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point)))
+                .await
+                .map_err(|e| Refusal::system(e.to_string()))?
+                .map_err(|e| Refusal::system(format!("cannot cut the divergent tail: {e}")))?;
+            Some(point)
+        }
+        _ => None,
+    };
+    broker.update_config(|c| {
+        c.broker_role = BrokerRole::SLAVE;
+        c.broker_id = broker_id;
+    });
+    broker.replication.set_promoted_at(None);
+    broker
+        .replication
+        .set_followed_epoch(status.as_ref().and_then(|s| s.promotion_epoch));
+    broker
+        .replication
+        .start_slave(ha_addr)
+        .map_err(|e| Refusal::system(format!("cannot start the HA client: {e}")))?;
+    broker
+        .namesrv
+        .register(&broker.identity(), broker.topics.wrapper())
+        .await;
+    broker.sync_now.notify_one();
+    Ok(result(broker, truncated, true))
+}
+
+/// A slave starts following `master` (main address) at `ha_addr`: first cut any tail
+/// past the master's promotion point — bytes there never came from this master — then
+/// point the HA client at it. Called when a slave learns a (new) master from the name
+/// server, e.g. an old master restarted as the slave of its successor.
+pub async fn follow(broker: &Arc<Broker>, master: &str, ha_addr: &str) {
+    let _guard = broker.switch_lock.lock().await;
+    if broker.role().is_master() {
+        return;
+    }
+    let (point, epoch) = match fetch_status(master).await {
+        Ok(status) => (status.promoted_at_offset, status.promotion_epoch),
+        Err(e) => {
+            warn!(master, error = %e.remark, "cannot ask the master for its promotion point");
+            (None, None)
+        }
+    };
+    let own_end = broker.store.commit_log().max_offset().0;
+    // Already following this very promotion: everything past the point came from it.
+    let already = epoch.is_some() && epoch == broker.replication.followed_epoch();
+    if let Some(point) = point.filter(|p| own_end > *p && !already) {
+        warn!(
+            own_end,
+            point, master, "cutting the tail the new master does not have before following it"
+        );
+        broker.replication.stop();
+        let store = Arc::clone(&broker.store);
+        match tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => warn!(error = %e, "cannot cut the divergent tail; not following"),
+            Err(e) => warn!(error = %e, "cut task failed; not following"),
+        }
+    }
+    broker.replication.set_followed_epoch(epoch);
+    if let Err(e) = broker.replication.start_slave(Some(ha_addr.to_owned())) {
+        warn!(error = %e, "cannot start the HA client");
+    }
+}
+
+fn result(broker: &Broker, truncated_to: Option<u64>, changed: bool) -> SwitchResult {
+    let c = broker.config();
+    SwitchResult {
+        role: c.broker_role.name().to_owned(),
+        broker_id: c.broker_id,
+        truncated_to,
+        changed,
+        took_ms: 0,
+    }
+}
+
+/// SLUICE_HA_STATUS of another broker.
+///
+/// # Errors
+/// The broker cannot be reached or answers with an error.
+pub async fn fetch_status(addr: &str) -> Result<HaStatusBody, Refusal> {
+    let client = RemotingClient::default();
+    let response = client
+        .invoke(
+            addr,
+            RemotingCommand::request(RequestCode::SluiceHaStatus),
+            CALL_TIMEOUT,
+        )
+        .await
+        .map_err(|e| Refusal::system(format!("cannot reach the new master {addr}: {e}")))?;
+    client.close_all();
+    if response.code() != ResponseCode::Success.code() {
+        return Err(Refusal::system(format!(
+            "the new master {addr} refused SLUICE_HA_STATUS: {:?}",
+            response.remark()
+        )));
+    }
+    Ok(fastjson::from_slice(&response.body.to_bytes())?)
+}
