@@ -7,12 +7,17 @@
 //! - `client`: a blocking remoting client and a broker stand-in for name server tests.
 //! - `java`: build and run the Java test programs and the official `mqadmin`
 //!   (rocketmq-client / rocketmq-tools from Maven Central) for a given RocketMQ version.
+//! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); also the process
+//!   runner (`ClientProcess`, `ClientOutput`) shared with `rust_client`.
+//! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 #![allow(
     clippy::unwrap_used,
     reason = "test harness: a failed setup step should fail the test loudly"
 )]
 
 pub mod client;
+pub mod go;
 pub mod java;
 pub mod ports;
 pub mod process;
+pub mod rust_client;
