@@ -5,7 +5,7 @@
 //! Failures are mapped to responses in one place (`RequestError`): a missing or
 //! unparsable header field or a malformed body is answered SYSTEM_ERROR with a remark
 //! saying what was wrong, and the connection stays open. Requests are handled inline
-//! in the connection's read task; nothing here waits on the network, and the only
+//! in the connection's request task; nothing here waits on the network, and the only
 //! disk writes (KV table, config) are small and rare.
 
 use std::collections::HashMap;

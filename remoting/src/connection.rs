@@ -3,7 +3,10 @@
 //! Requests and responses interleave in both directions (a broker calls its
 //! clients over their own connection), so each connection has:
 //! - a read task that splits frames, completes pending requests with their
-//!   responses, and hands requests to a [`RequestHandler`];
+//!   responses, and queues requests;
+//! - a request task that hands queued requests, in order, to a [`RequestHandler`] —
+//!   so a slow request (a put that faults in a fresh page) never stops the socket
+//!   from being read, as Netty's read loop never waits for RocketMQ's executors;
 //! - a write task that drains an outgoing queue and writes batches of frames with
 //!   vectored writes, bodies straight from their buffers (mapped CommitLog slices
 //!   included) without copying large ones;
@@ -41,10 +44,14 @@ const INLINE_BODY_MAX: usize = 4096;
 const WRITE_BATCH_BYTES: usize = 1 << 20;
 /// At most this many buffers per vectored write (IOV_MAX is 1024 on Linux).
 const WRITE_BATCH_SLICES: usize = 512;
+/// Requests read but not yet handled, per connection; beyond this the read task waits
+/// (TCP pushes back on the client) instead of buffering without bound.
+const REQUEST_QUEUE: usize = 4096;
 
 /// What a connection does with the requests it receives.
 pub trait RequestHandler: Send + Sync + 'static {
-    /// Called, in the read task, for every request (never for responses).
+    /// Called, in the connection's request task and in arrival order, for every request
+    /// (never for responses).
     fn on_request(&self, channel: &Channel, request: RemotingCommand);
 
     /// Called once when the connection has closed.
@@ -301,17 +308,41 @@ pub fn spawn(
     };
     channel.touch();
     let span = info_span!("conn", id = channel.id(), %peer);
+    let (requests, pending) = mpsc::channel(REQUEST_QUEUE);
     tokio::spawn(write_loop(channel.clone(), write_half, queue, close_rx).instrument(span.clone()));
     tokio::spawn(
-        read_loop(channel.clone(), read_half, handler, options, shutdown).instrument(span),
+        request_loop(channel.clone(), pending, Arc::clone(&handler)).instrument(span.clone()),
+    );
+    tokio::spawn(
+        read_loop(
+            channel.clone(),
+            read_half,
+            handler,
+            requests,
+            options,
+            shutdown,
+        )
+        .instrument(span),
     );
     Ok(channel)
+}
+
+/// Hands requests to the handler one at a time, in arrival order.
+async fn request_loop(
+    channel: Channel,
+    mut pending: mpsc::Receiver<RemotingCommand>,
+    handler: Arc<dyn RequestHandler>,
+) {
+    while let Some(request) = pending.recv().await {
+        handler.on_request(&channel, request);
+    }
 }
 
 async fn read_loop(
     channel: Channel,
     mut socket: OwnedReadHalf,
     handler: Arc<dyn RequestHandler>,
+    requests: mpsc::Sender<RemotingCommand>,
     options: ConnectionOptions,
     shutdown: Option<watch::Receiver<bool>>,
 ) {
@@ -325,7 +356,11 @@ async fn read_loop(
             match decoder.decode(&mut buf) {
                 Ok(Some(frame)) => match RemotingCommand::from_frame(frame) {
                     Ok(cmd) if cmd.is_response() => channel.complete(cmd),
-                    Ok(cmd) => handler.on_request(&channel, cmd),
+                    Ok(cmd) => {
+                        if requests.send(cmd).await.is_err() {
+                            break 'conn "request task gone";
+                        }
+                    }
                     Err(e) => {
                         warn!(error = %e, "closing connection: malformed frame");
                         break 'conn "malformed frame";

@@ -1,6 +1,6 @@
 //! The tokio server: accept loop, processor table keyed by request code, graceful shutdown.
 //!
-//! A processor is called in the connection's read task, so per-connection request
+//! A processor is called in the connection's request task, so per-connection request
 //! order is kept for everything a processor does synchronously (a put into the
 //! CommitLog). Work that waits (group commit, long polling, a call to a client)
 //! is returned as [`Reply::Later`] and runs in its own task.

@@ -2,7 +2,7 @@
 //! (RocketMQ's SendMessageProcessor): checks, topic auto-creation, retry → DLQ, delay
 //! levels → SCHEDULE_TOPIC_XXXX, the put, and the wait for flush (group commit).
 //!
-//! The put is synchronous and short, so it runs in the connection's read task and
+//! The put is synchronous and short, so it runs in the connection's request task and
 //! keeps a connection's sends in order; waiting for durability is a future.
 
 use std::net::SocketAddr;
@@ -63,13 +63,17 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
     let wait =
         result.status.is_ok() && message::wait_store_ok(header.properties.as_deref().unwrap_or(""));
     let queue_id = prepared.queue_id();
+    let unique_key = match &prepared {
+        Prepared::One(m) => message::get(&m.properties, message::UNIQ_KEY).map(str::to_owned),
+        Prepared::Batch(_) => None,
+    };
     let base = send_response_extras(
         broker,
         RemotingCommand::response(ResponseCode::Success, None),
     );
     let end = match (&result.append, wait) {
         (Some(append), true) => append.end_offset(),
-        _ => return Reply::Now(put_response(base, &result, queue_id)),
+        _ => return Reply::Now(put_response(base, &result, queue_id, unique_key)),
     };
     // Group commit, then (SYNC_MASTER) a slave's ack: both are futures, no thread waits.
     let flush = (broker.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH)
@@ -78,7 +82,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         .then(|| broker.replication.wait_for_slave(end.0))
         .flatten();
     if flush.is_none() && replica.is_none() {
-        return Reply::Now(put_response(base, &result, queue_id));
+        return Reply::Now(put_response(base, &result, queue_id, unique_key));
     }
     Reply::later(async move {
         let mut status = PutMessageStatus::PutOk;
@@ -96,6 +100,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
             base,
             &PutResult { status, ..result },
             queue_id,
+            unique_key,
         ))
     })
 }
@@ -353,6 +358,7 @@ pub(crate) fn put_response(
     mut response: RemotingCommand,
     result: &PutResult,
     queue_id: i32,
+    unique_key: Option<String>,
 ) -> RemotingCommand {
     let (code, remark): (ResponseCode, Option<&str>) = match result.status.rocketmq() {
         PutMessageStatus::PutOk => (ResponseCode::Success, None),
@@ -395,7 +401,8 @@ pub(crate) fn put_response(
             msg_id: append.msg_id(),
             queue_id,
             queue_offset: i64::try_from(append.queue_offset.0).unwrap_or(i64::MAX),
-            transaction_id: None,
+            // As 5.x: the UNIQ_KEY (clients show it as the transaction id).
+            transaction_id: unique_key,
             batch_uniq_id: None,
             recall_handle: None,
         };
