@@ -26,7 +26,7 @@ use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore};
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
-use crate::message::{self, DELAY, REAL_QID, REAL_TOPIC, WAIT};
+use crate::message::{self, REAL_QID, REAL_TOPIC, WAIT};
 use crate::persist;
 
 /// Delay offsets are persisted this often while running.
@@ -303,8 +303,9 @@ impl ScheduleService {
             );
             return true;
         };
-        let mut properties = message::without(&props, &[DELAY]);
-        properties = message::with(&properties, WAIT, "false");
+        // RocketMQ leaves DELAY on the delivered copy (it encodes the properties
+        // before clearing the level); clients see it, so it is kept.
+        let properties = message::with(&props, WAIT, "false");
         let msg = MessageInner {
             topic: topic.to_owned(),
             queue_id,

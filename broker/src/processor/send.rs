@@ -158,7 +158,14 @@ fn prepare(
     } else {
         header.queue_id
     };
-    let props = header.properties.clone().unwrap_or_default();
+    // As RocketMQ's buildMsgContext: every stored message carries the region and the
+    // trace switch (and the response repeats them).
+    let props = {
+        let config = broker.config();
+        let p = header.properties.clone().unwrap_or_default();
+        let p = message::with(&p, message::MSG_REGION, &config.region_id);
+        message::with(&p, message::TRACE_ON, &config.trace_on.to_string())
+    };
     let reconsume_times = header.reconsume_times.unwrap_or(0);
     let mut delay = message::delay_level(&props);
     // A message sent to a retry topic too often goes to the group's DLQ.

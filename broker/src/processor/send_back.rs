@@ -103,7 +103,8 @@ fn prepare(broker: &Broker, request: &RemotingCommand) -> Result<Option<MessageI
             .topics
             .create_in_send_back(&topic, DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
         delay = 0;
-        props = message::without(&props, &[message::DELAY]);
+        // As RocketMQ: the dead letter carries delay level 0.
+        props = message::with(&props, message::DELAY, "0");
     } else if delay == 0 {
         delay = 3 + original.reconsume_times;
     }
