@@ -28,6 +28,11 @@
 //! assert_eq!(queues.len(), 8);
 //! ```
 //!
+//! Client tests run against a [`TestCluster`] (our `mqnamesrv` + `mqbroker`, or an external cluster
+//! named by `SLUICE_TEST_NAMESRV_ADDR`), spawn consumers that run alongside
+//! ([`JavaProcess::wait_until`], [`JavaProcess::terminate`]) and read the programs' result lines
+//! with [`Sent::all`], [`Recv::all`] and [`last_allocation`].
+//!
 //! Every JVM gets a fresh temp directory as `user.home` (the clients and mqadmin log under
 //! `~/logs/rocketmqlogs`), `ROCKETMQ_HOME` pointing at the build's `rocketmq-home` (mqadmin 4.x
 //! needs `conf/logback_tools.xml` there), and the name server HTTP lookup pointed at a closed
@@ -41,11 +46,14 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
 use std::thread::{self, JoinHandle};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tempfile::TempDir;
+
+use crate::process::{BrokerProcess, NamesrvProcess};
 
 /// The RocketMQ 4.x version under test.
 pub const V4: &str = "4.9.8";
@@ -403,8 +411,45 @@ impl JavaProcess {
             .clone()
     }
 
+    /// Waits until `done` holds for the stdout lines so far (checked at once and after each new
+    /// line); false when the process closed stdout or `timeout` passed first.
+    pub fn wait_until(&self, timeout: Duration, mut done: impl FnMut(&[String]) -> bool) -> bool {
+        let deadline = Instant::now() + timeout;
+        let (lock, cond) = &*self.stdout;
+        let mut lines = lock.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if done(&lines.lines) {
+                return true;
+            }
+            let now = Instant::now();
+            if lines.eof || now >= deadline {
+                return false;
+            }
+            lines = cond
+                .wait_timeout(lines, deadline - now)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
     /// Waits for the process to exit, killing it after `timeout`, and returns what it printed.
     pub fn wait(mut self, timeout: Duration) -> JavaOutput {
+        self.finish(Some(timeout))
+    }
+
+    /// Sends SIGTERM (our programs then shut their client down cleanly, print their result line
+    /// and exit), waits up to `timeout` for the exit, kills it after that, and returns what it
+    /// printed.
+    pub fn terminate(mut self, timeout: Duration) -> JavaOutput {
+        if let Some(child) = self.child.as_mut() {
+            if matches!(child.try_wait(), Ok(None)) {
+                let _ = Command::new("kill")
+                    .args(["-TERM", &child.id().to_string()])
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .status();
+            }
+        }
         self.finish(Some(timeout))
     }
 
@@ -641,6 +686,304 @@ impl fmt::Display for JavaOutput {
     }
 }
 
+// ---------------------------------------------------------------- the cluster under test
+
+/// Name server of an already running cluster to test instead of starting ours (loopback only).
+pub const EXTERNAL_NAMESRV_ENV: &str = "SLUICE_TEST_NAMESRV_ADDR";
+/// Address of that cluster's broker (`127.0.0.1:10911`), for tests that need it.
+pub const EXTERNAL_BROKER_ENV: &str = "SLUICE_TEST_BROKER_ADDR";
+/// A shell command that restarts that broker on its store and returns once it serves again.
+pub const EXTERNAL_RESTART_ENV: &str = "SLUICE_TEST_BROKER_RESTART_CMD";
+
+/// The cluster a client test talks to: our `mqnamesrv` + one `mqbroker` (master `broker-a`),
+/// started for the test and stopped when this is dropped, or — when [`EXTERNAL_NAMESRV_ENV`] is
+/// set — a cluster already running (Apache RocketMQ's, say), used as it is. Tests on an external
+/// cluster must pick names of their own ([`unique_name`]): it keeps its topics and groups.
+#[derive(Debug)]
+pub struct TestCluster {
+    // Dropped in this order: the broker first, while the name server still answers.
+    broker: Option<BrokerProcess>,
+    namesrv: Option<NamesrvProcess>,
+    namesrv_addr: String,
+    broker_addr: Option<String>,
+}
+
+impl TestCluster {
+    /// Our cluster with the default broker settings, or the external one.
+    ///
+    /// # Panics
+    /// When our processes do not start, or the external name server is not on loopback.
+    #[must_use]
+    pub fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// Our cluster with extra broker settings (`-o key=value`), or the external one (the settings
+    /// are then not applied).
+    ///
+    /// # Panics
+    /// As [`TestCluster::start`].
+    #[must_use]
+    pub fn start_with(broker_settings: &[(&str, &str)]) -> Self {
+        if let Some(ns) = env::var(EXTERNAL_NAMESRV_ENV)
+            .ok()
+            .filter(|v| !v.is_empty())
+        {
+            assert_loopback(&ns);
+            let broker_addr = env::var(EXTERNAL_BROKER_ENV).ok().filter(|v| !v.is_empty());
+            if let Some(addr) = &broker_addr {
+                assert_loopback(addr);
+            }
+            return TestCluster {
+                namesrv: None,
+                broker: None,
+                namesrv_addr: ns,
+                broker_addr,
+            };
+        }
+        let namesrv = NamesrvProcess::start();
+        let broker = BrokerProcess::start_with(&namesrv.addr(), broker_settings);
+        TestCluster {
+            namesrv_addr: namesrv.addr(),
+            broker_addr: Some(broker.addr()),
+            namesrv: Some(namesrv),
+            broker: Some(broker),
+        }
+    }
+
+    /// The name server address, as `--namesrv` takes it.
+    #[must_use]
+    pub fn namesrv(&self) -> &str {
+        &self.namesrv_addr
+    }
+
+    /// The broker's address (external: only when [`EXTERNAL_BROKER_ENV`] is set).
+    #[must_use]
+    pub fn broker_addr(&self) -> Option<&str> {
+        self.broker_addr.as_deref()
+    }
+
+    /// Whether this is an external cluster.
+    #[must_use]
+    pub fn is_external(&self) -> bool {
+        self.broker.is_none()
+    }
+
+    /// Our name server process; `None` on an external cluster.
+    pub fn namesrv_process(&mut self) -> Option<&mut NamesrvProcess> {
+        self.namesrv.as_mut()
+    }
+
+    /// Our broker process (logs, kill, ...); `None` on an external cluster.
+    pub fn broker_process(&mut self) -> Option<&mut BrokerProcess> {
+        self.broker.as_mut()
+    }
+
+    /// Restarts the broker on the same store and port: ours through [`BrokerProcess::restart`]
+    /// (SIGTERM, then start again and wait until it serves), an external one by running
+    /// [`EXTERNAL_RESTART_ENV`] with `sh -c`. Returns false, doing nothing, on an external cluster
+    /// without that command.
+    ///
+    /// # Panics
+    /// When the broker does not come back, or the command fails.
+    pub fn restart_broker(&mut self) -> bool {
+        if let Some(broker) = self.broker.as_mut() {
+            broker.restart();
+            return true;
+        }
+        let Some(cmd) = env::var(EXTERNAL_RESTART_ENV)
+            .ok()
+            .filter(|v| !v.is_empty())
+        else {
+            return false;
+        };
+        let out = Command::new("sh")
+            .args(["-c", &cmd])
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "{cmd:?} failed ({}):\n{}{}",
+            out.status,
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        true
+    }
+}
+
+/// `<prefix>_<hex ms since the epoch><hex pid><counter>`: a topic or group name no earlier run on
+/// the same (external) cluster used. Only characters RocketMQ allows in names.
+#[must_use]
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis());
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{prefix}_{ms:x}{:x}{n}", std::process::id())
+}
+
+// ---------------------------------------------------------------- result lines of the programs
+
+/// A `SENT` line of `sluice.it.Producer`:
+/// `SENT <msgId> <offsetMsgId> <queueId> <queueOffset> <status> i=<i> tag=<t> keys=<k> okey=<k>`
+/// (`-` for none; oneway sends have queue id and offset -1 and status `ONEWAY`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sent {
+    pub msg_id: String,
+    pub offset_msg_id: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    pub status: String,
+    /// The message's index `i`: its body is `<body-prefix>-<i>`.
+    pub index: usize,
+    pub tag: Option<String>,
+    pub keys: Option<String>,
+    pub order_key: Option<String>,
+}
+
+impl Sent {
+    /// Parses one line; `None` unless it is a well-formed `SENT` line.
+    #[must_use]
+    pub fn parse(line: &str) -> Option<Sent> {
+        let rest = line.strip_prefix("SENT ")?;
+        let f: Vec<&str> = rest.split_whitespace().collect();
+        if f.len() < 5 {
+            return None;
+        }
+        Some(Sent {
+            msg_id: f[0].to_owned(),
+            offset_msg_id: f[1].to_owned(),
+            queue_id: f[2].parse().ok()?,
+            queue_offset: f[3].parse().ok()?,
+            status: f[4].to_owned(),
+            index: labelled(&f[5..], "i")?.parse().ok()?,
+            tag: labelled(&f[5..], "tag").and_then(dash_none),
+            keys: labelled(&f[5..], "keys").and_then(dash_none),
+            order_key: labelled(&f[5..], "okey").and_then(dash_none),
+        })
+    }
+
+    /// Every `SENT` line of `lines`.
+    pub fn all<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<Sent> {
+        lines.into_iter().filter_map(Sent::parse).collect()
+    }
+}
+
+/// One delivery printed by `sluice.it.PushConsumer` or `sluice.it.LitePullConsumer`: its `RECV`
+/// line and the `PROPS` / `SEQ` / `RETRY` lines printed with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Recv {
+    pub msg_id: String,
+    pub queue_id: i32,
+    pub queue_offset: i64,
+    /// Escaped as the programs print it (`\n`, `\\`, `\xNN`).
+    pub body: String,
+    /// `key=value` fields of the `PROPS` line (`--props`): topic, tags, keys, reconsume,
+    /// offsetMsgId, born, store, recv, delay.
+    pub props: BTreeMap<String, String>,
+    /// `(orderKey, seq)` of the `SEQ` line (messages of `Producer --order-keys`).
+    pub seq: Option<(String, u64)>,
+    /// The reconsume times of the `RETRY` line: this delivery failed on purpose.
+    pub retry: Option<u32>,
+}
+
+impl Recv {
+    /// The deliveries in `lines`, in order.
+    pub fn all<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<Recv> {
+        let mut out: Vec<Recv> = Vec::new();
+        for line in lines {
+            if let Some(rest) = line.strip_prefix("RECV ") {
+                let mut f = rest.splitn(4, ' ');
+                let (Some(id), Some(q), Some(off)) = (f.next(), f.next(), f.next()) else {
+                    continue;
+                };
+                let (Ok(queue_id), Ok(queue_offset)) = (q.parse(), off.parse()) else {
+                    continue;
+                };
+                out.push(Recv {
+                    msg_id: id.to_owned(),
+                    queue_id,
+                    queue_offset,
+                    body: f.next().unwrap_or("").to_owned(),
+                    ..Recv::default()
+                });
+                continue;
+            }
+            let Some(last) = out.last_mut() else {
+                continue;
+            };
+            let (tag, rest) = line.split_once(' ').unwrap_or((line, ""));
+            let mut f = rest.split_whitespace();
+            if f.next() != Some(last.msg_id.as_str()) && tag != "SEQ" {
+                continue;
+            }
+            match tag {
+                "PROPS" => {
+                    for kv in f {
+                        if let Some((k, v)) = kv.split_once('=') {
+                            last.props.insert(k.to_owned(), v.to_owned());
+                        }
+                    }
+                }
+                "SEQ" => {
+                    let g: Vec<&str> = rest.split_whitespace().collect();
+                    if g.len() >= 5 && g[4] == last.msg_id {
+                        last.seq = g[1].parse().ok().map(|seq| (g[0].to_owned(), seq));
+                    }
+                }
+                "RETRY" => last.retry = f.next().and_then(|n| n.parse().ok()),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// A `PROPS` field as a number (`born`, `store`, `recv`, `reconsume`).
+    #[must_use]
+    pub fn prop_i64(&self, key: &str) -> Option<i64> {
+        self.props.get(key).and_then(|v| v.parse().ok())
+    }
+
+    /// A `PROPS` field, `None` for a missing one, `-` or `null`.
+    #[must_use]
+    pub fn prop(&self, key: &str) -> Option<&str> {
+        self.props
+            .get(key)
+            .map(String::as_str)
+            .filter(|v| *v != "-" && *v != "null")
+    }
+}
+
+/// `ALLOC <topic> <consumers> <queueIds|->` lines of `sluice.it.PushConsumer`: the latest share
+/// of `topic` printed, as (number of consumers in the group, queue ids).
+#[must_use]
+pub fn last_allocation<S: AsRef<str>>(lines: &[S], topic: &str) -> Option<(usize, Vec<i32>)> {
+    lines.iter().rev().find_map(|l| {
+        let f: Vec<&str> = l.as_ref().split_whitespace().collect();
+        if f.len() != 4 || f[0] != "ALLOC" || f[1] != topic {
+            return None;
+        }
+        let queues = if f[3] == "-" {
+            Vec::new()
+        } else {
+            f[3].split(',').filter_map(|q| q.parse().ok()).collect()
+        };
+        Some((f[2].parse().ok()?, queues))
+    })
+}
+
+fn labelled<'a>(fields: &[&'a str], key: &str) -> Option<&'a str> {
+    fields
+        .iter()
+        .find_map(|f| f.strip_prefix(key).and_then(|r| r.strip_prefix('=')))
+}
+
+fn dash_none(v: &str) -> Option<String> {
+    (v != "-").then(|| v.to_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -670,6 +1013,51 @@ mod tests {
         assert_eq!(out.first_line_starting_with("OK"), Some("OK queues=2"));
         assert!(out.first_line_starting_with("ERR").is_none());
         assert!(!out.success());
+    }
+
+    #[test]
+    fn parses_producer_and_consumer_lines() {
+        let sent = Sent::all([
+            "SENT AB 7F01 2 5 SEND_OK i=3 tag=TagA keys=key-3 okey=-",
+            "SENT CD - -1 -1 ONEWAY i=4 tag=- keys=- okey=k-1",
+            "OK sent=2",
+        ]);
+        assert_eq!(sent.len(), 2);
+        assert_eq!(
+            (sent[0].queue_id, sent[0].queue_offset, sent[0].index),
+            (2, 5, 3)
+        );
+        assert_eq!(sent[0].tag.as_deref(), Some("TagA"));
+        assert_eq!(sent[0].keys.as_deref(), Some("key-3"));
+        assert_eq!(sent[0].order_key, None);
+        assert_eq!(
+            (sent[1].status.as_str(), sent[1].tag.clone()),
+            ("ONEWAY", None)
+        );
+        assert_eq!(sent[1].order_key.as_deref(), Some("k-1"));
+
+        let lines = [
+            "STARTED g",
+            "ALLOC T 2 0,1",
+            "RECV AB 2 5 msg 3",
+            "PROPS AB topic=T tags=TagA keys=key-3 reconsume=0 born=10 store=12 delay=-",
+            "SEQ k-1 7 2 5 AB",
+            "RETRY AB 0",
+            "RECV CD 1 0 x",
+            "ALLOC T 1 0,1,2,3",
+        ];
+        let recv = Recv::all(lines);
+        assert_eq!(recv.len(), 2);
+        assert_eq!(recv[0].body, "msg 3");
+        assert_eq!(recv[0].prop("tags"), Some("TagA"));
+        assert_eq!(recv[0].prop("delay"), None);
+        assert_eq!(recv[0].prop_i64("store"), Some(12));
+        assert_eq!(recv[0].seq, Some(("k-1".to_owned(), 7)));
+        assert_eq!(recv[0].retry, Some(0));
+        assert_eq!((recv[1].queue_id, recv[1].retry), (1, None));
+        assert_eq!(last_allocation(&lines, "T"), Some((1, vec![0, 1, 2, 3])));
+        assert_eq!(last_allocation(&lines, "U"), None);
+        assert_ne!(unique_name("T"), unique_name("T"));
     }
 
     #[test]

@@ -159,6 +159,59 @@ final class Harness {
         return sb.toString();
     }
 
+    /**
+     * Lets SIGTERM end a long-running program cleanly. On SIGTERM a shutdown hook calls {@code wake}
+     * (which should make {@code main} stop waiting), then waits up to 20 s for {@code main} to hand
+     * its exit code to {@link Termination#exit} (after shutting its client down and printing its
+     * result lines) and halts the JVM with that code. Without SIGTERM, {@link Termination#exit} is
+     * {@link #exit}.
+     */
+    static Termination onSigterm(Runnable wake) {
+        Termination t = new Termination();
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            if (t.exiting) {
+                return; // main called System.exit itself: nothing to wait for
+            }
+            t.requested = true;
+            wake.run();
+            try {
+                t.finished.await(20, java.util.concurrent.TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            out.flush();
+            System.err.flush();
+            Runtime.getRuntime().halt(t.code);
+        }, "sluice-it-sigterm"));
+        return t;
+    }
+
+    /** See {@link #onSigterm}. */
+    static final class Termination {
+        private volatile boolean requested;
+        private volatile boolean exiting;
+        private volatile int code = EXIT_FAIL;
+        private final java.util.concurrent.CountDownLatch finished = new java.util.concurrent.CountDownLatch(1);
+
+        private Termination() {}
+
+        /** Whether SIGTERM arrived. */
+        boolean requested() {
+            return requested;
+        }
+
+        /** Ends the program with {@code code}: at once, or through the SIGTERM hook once it runs. */
+        void exit(int code) {
+            this.code = code;
+            // After SIGTERM the hook halts the JVM with this code (System.exit would block here).
+            finished.countDown();
+            if (!requested) {
+                exiting = true;
+                Harness.exit(code);
+            }
+        }
+    }
+
     /** Prints a usage error and exits with {@value #EXIT_USAGE}. */
     static void usage(String program, String message, String usage) {
         out.println("ERR usage " + oneLine(message));
