@@ -3,7 +3,7 @@
 //! - Against the real `mqnamesrv` with broker registrations made by [`FakeBroker`]
 //!   (these run now): clusterList / topicList / topicRoute, their output compared with the
 //!   official Java mqadmin 4.9.8 on the same cluster, and the error paths (exit codes).
-//! - Against a broker (`#[ignore]`d until `mqbroker` exists, issue 5): every message,
+//! - Against a broker (ours, or an external cluster through the env vars below): every message,
 //!   topic, group and config command end to end, and a short mqbench run. Point them at
 //!   any running cluster — Apache RocketMQ's today, ours tomorrow — with
 //!   `SLUICE_TEST_NAMESRV_ADDR=127.0.0.1:9876 SLUICE_TEST_BROKER_ADDR=127.0.0.1:10911
@@ -19,6 +19,7 @@ use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use integration_tests::client::FakeBroker;
+use integration_tests::java::TestCluster;
 use integration_tests::java::{JavaTools, V4};
 use integration_tests::ports;
 use integration_tests::process::{NamesrvProcess, binary};
@@ -215,10 +216,10 @@ fn usage_and_connection_errors_have_exit_codes() {
         Some(2)
     );
     assert_eq!(tool("mqadmin", &["noSuchCommand"]).status.code(), Some(2));
-    // switchRole is reserved for issue 6.
+    // switchRole without its broker and role: usage error.
     let o = tool("mqadmin", &["switchRole", "-n", &closed]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("issue 6"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--brokerAddr"), "{}", stderr(&o));
     // mqbench without a name server.
     let o = tool("mqbench", &["producer", "-t", "T", "--duration", "1s"]);
     assert_eq!(o.status.code(), Some(1));
@@ -226,8 +227,10 @@ fn usage_and_connection_errors_have_exit_codes() {
 
 // ---------------------------------------------------------------- with a broker
 
-/// The cluster under test: `SLUICE_TEST_NAMESRV_ADDR` and `SLUICE_TEST_BROKER_ADDR`.
+/// The cluster under test: ours (name server + broker processes), or an external one
+/// through `SLUICE_TEST_NAMESRV_ADDR` and `SLUICE_TEST_BROKER_ADDR`.
 struct External {
+    _cluster: TestCluster,
     ns: String,
     broker: String,
     cluster: String,
@@ -235,19 +238,27 @@ struct External {
 }
 
 fn external() -> External {
-    let ns = std::env::var("SLUICE_TEST_NAMESRV_ADDR").unwrap_or_else(|_| {
-        panic!(
-            "set SLUICE_TEST_NAMESRV_ADDR and SLUICE_TEST_BROKER_ADDR to a running cluster \
-             (mqbroker is not built yet: issue 5)"
-        )
-    });
-    let broker = std::env::var("SLUICE_TEST_BROKER_ADDR").expect("SLUICE_TEST_BROKER_ADDR");
-    let list = assert_ok(&mqadmin(&ns, &["clusterList"]));
-    let row = cluster_rows(&list)
-        .into_iter()
-        .find(|r| r[3] == broker)
-        .unwrap_or_else(|| panic!("{broker} not in clusterList:\n{list}"));
+    let cluster = TestCluster::start();
+    let ns = cluster.namesrv().to_owned();
+    let broker = cluster
+        .broker_addr()
+        .expect("an external cluster needs SLUICE_TEST_BROKER_ADDR too")
+        .to_owned();
+    // The broker registers right after it starts serving; wait for the name server to know it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let row = loop {
+        let list = assert_ok(&mqadmin(&ns, &["clusterList"]));
+        if let Some(row) = cluster_rows(&list).into_iter().find(|r| r[3] == broker) {
+            break row;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{broker} not in clusterList:\n{list}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
     External {
+        _cluster: cluster,
         ns,
         broker,
         cluster: row[0].clone(),
@@ -271,7 +282,6 @@ fn field<'a>(view: &'a str, label: &str) -> &'a str {
 }
 
 #[test]
-#[ignore = "needs mqbroker, issue 5 (or SLUICE_TEST_NAMESRV_ADDR + SLUICE_TEST_BROKER_ADDR)"]
 fn message_and_topic_commands_against_a_broker() {
     let c = external();
     let topic = unique("ToolsIt");
@@ -460,7 +470,6 @@ fn message_and_topic_commands_against_a_broker() {
 }
 
 #[test]
-#[ignore = "needs mqbroker, issue 5 (or SLUICE_TEST_NAMESRV_ADDR + SLUICE_TEST_BROKER_ADDR)"]
 fn output_matches_the_java_tool_against_a_broker() {
     let c = external();
     let java = JavaTools::get(V4);
@@ -502,7 +511,6 @@ fn output_matches_the_java_tool_against_a_broker() {
 }
 
 #[test]
-#[ignore = "needs mqbroker, issue 5 (or SLUICE_TEST_NAMESRV_ADDR + SLUICE_TEST_BROKER_ADDR)"]
 fn mqbench_producer_and_consumer_against_a_broker() {
     let c = external();
     let topic = unique("ToolsBench");

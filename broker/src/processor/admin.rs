@@ -223,14 +223,19 @@ pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handl
             "Can not update config in black list.",
         ));
     }
-    if let Some(k) = updates.keys().find(|k| !RUNTIME_KEYS.contains(&k.as_str())) {
+    let mut current = config_properties(broker);
+    // A key that needs a restart may be "updated" to the value it has (tools send whole
+    // config sets); a real change to one is refused rather than silently ignored.
+    if let Some((k, v)) = updates
+        .iter()
+        .find(|(k, v)| !RUNTIME_KEYS.contains(&k.as_str()) && current.get(*k) != Some(*v))
+    {
         return Err(Refusal::system(format!(
-            "{k} cannot be changed at run time; set it in the config file and restart"
+            "{k}={v} cannot be applied at run time; set it in the config file and restart"
         )));
     }
     // Re-read the whole config with the updates applied, so values are parsed and
     // validated exactly as at start.
-    let mut current = config_properties(broker);
     current.extend(updates.clone());
     let settings = Settings::from_pairs(current);
     let mut updated: BrokerConfig = settings
