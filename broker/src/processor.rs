@@ -95,6 +95,10 @@ impl Processor for BrokerProcessor {
             RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(b, &request),
             RequestCode::DeleteTopicInBroker => admin::delete_topic(b, &request),
             RequestCode::GetAllTopicConfig => admin::all_topic_config(b),
+            RequestCode::GetTopicConfig => admin::topic_config(b, &request),
+            RequestCode::GetSubscriptiongroupConfig => {
+                admin::subscription_group_config(b, &request)
+            }
             RequestCode::GetSystemTopicListFromBroker => admin::system_topics(b),
             RequestCode::UpdateAndCreateSubscriptiongroup => {
                 admin::update_subscription_group(b, &request)

@@ -14,9 +14,10 @@ use remoting::protocol::broker::{
     CreateTopicRequestHeader, DeleteSubscriptionGroupRequestHeader, DeleteTopicRequestHeader,
     GetBrokerConfigResponseHeader, GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader,
-    QueryTopicConsumeByWhoRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader, QueryTopicConsumeByWhoRequestHeader,
 };
 use remoting::protocol::constants::{perm, system, validate_topic, version_name};
+use remoting::protocol::namesrv::TopicRequestHeader;
 use remoting::protocol::subscription::SubscriptionGroupConfig;
 use remoting::protocol::topic::{TopicConfig, TopicFilterType};
 use remoting::server::Reply;
@@ -97,6 +98,31 @@ pub fn delete_topic(broker: &Broker, request: &RemotingCommand) -> Handled {
 /// GET_ALL_TOPIC_CONFIG (21): topics.json content (slaves sync from it).
 pub fn all_topic_config(broker: &Broker) -> Handled {
     Ok(success().with_body(json(&broker.topics.wrapper())?))
+}
+
+/// GET_TOPIC_CONFIG (351, 5.x; `topicStatus` of the 5.x tools): one topic's config
+/// (a `TopicConfigAndQueueMapping` without mapping).
+pub fn topic_config(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: TopicRequestHeader = request.decode_header()?;
+    let config = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("No topic in this broker. topic: {}", h.topic),
+        )
+    })?;
+    Ok(success().with_body(json(&config)?))
+}
+
+/// GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x).
+pub fn subscription_group_config(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetSubscriptionGroupConfigRequestHeader = request.decode_header()?;
+    let config = broker.groups.find(&h.group).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::SubscriptionGroupNotExist,
+            "No group in this broker",
+        )
+    })?;
+    Ok(success().with_body(json(&config)?))
 }
 
 /// GET_SYSTEM_TOPIC_LIST_FROM_BROKER (305).

@@ -497,6 +497,13 @@ ext_header! {
     }
 }
 
+ext_header! {
+    /// GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x) request.
+    pub struct GetSubscriptionGroupConfigRequestHeader {
+        group: String = "group",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
