@@ -44,14 +44,22 @@ pub fn get<'a>(props: &'a str, key: &str) -> Option<&'a str> {
     properties::get(props, key)
 }
 
-/// A properties string with `key` set to `value` (replacing an earlier value, other
-/// entries kept in order).
+/// A properties string with each `(key, value)` of `updates` set (replacing earlier
+/// values; other entries kept in order), built in one pass and one allocation.
 #[must_use]
-pub fn with(props: &str, key: &str, value: &str) -> String {
-    let pairs = properties::iter(props)
-        .filter(|(k, _)| *k != key)
-        .chain(std::iter::once((key, value)));
-    properties::build(pairs)
+pub fn set(props: &str, updates: &[(&str, &str)]) -> String {
+    let extra: usize = updates.iter().map(|(k, v)| k.len() + v.len() + 2).sum();
+    let mut out = String::with_capacity(props.len() + extra);
+    let kept = properties::iter(props).filter(|(k, _)| !updates.iter().any(|(u, _)| u == k));
+    for (k, v) in kept.chain(updates.iter().copied()) {
+        if !out.is_empty() {
+            out.push(properties::PROPERTY_SEPARATOR);
+        }
+        out.push_str(k);
+        out.push(properties::NAME_VALUE_SEPARATOR);
+        out.push_str(v);
+    }
+    out
 }
 
 /// A properties string without `keys`.
@@ -84,10 +92,14 @@ mod tests {
         let p = "TAGS\u{1}A\u{2}KEYS\u{1}k1 k2\u{2}WAIT\u{1}true\u{2}";
         assert_eq!(get(p, KEYS), Some("k1 k2"));
         assert_eq!(
-            with(p, TAGS, "B"),
+            set(p, &[(TAGS, "B")]),
             "KEYS\u{1}k1 k2\u{2}WAIT\u{1}true\u{2}TAGS\u{1}B"
         );
-        assert_eq!(with("", CLUSTER, "c"), "CLUSTER\u{1}c");
+        assert_eq!(set("", &[(CLUSTER, "c")]), "CLUSTER\u{1}c");
+        assert_eq!(
+            set("A\u{1}1", &[(CLUSTER, "c"), ("A", "2")]),
+            "CLUSTER\u{1}c\u{2}A\u{1}2"
+        );
         assert_eq!(without(p, &[WAIT, TAGS]), "KEYS\u{1}k1 k2");
         assert!(wait_store_ok(p));
         assert!(!wait_store_ok("WAIT\u{1}false"));

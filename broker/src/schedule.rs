@@ -305,7 +305,7 @@ impl ScheduleService {
         };
         // RocketMQ leaves DELAY on the delivered copy (it encodes the properties
         // before clearing the level); clients see it, so it is kept.
-        let properties = message::with(&props, WAIT, "false");
+        let properties = message::set(&props, &[(WAIT, "false")]);
         let msg = MessageInner {
             topic: topic.to_owned(),
             queue_id,

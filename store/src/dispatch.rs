@@ -26,6 +26,12 @@ use crate::index::{IndexService, java_hash};
 use crate::record::{self, Record, StoredMessage, properties, sys_flag};
 use crate::recovery::takes_queue_offset;
 
+/// While busy, the reput thread looks for new records this often (puts dispatch for
+/// themselves; this catches what they miss)...
+const BUSY_POLL_INTERVAL: Duration = Duration::from_millis(1);
+/// ...for this many empty looks (50 ms) before it blocks until a put wakes it.
+const BUSY_POLLS: u32 = 50;
+
 /// The delay topic (RocketMQ `TopicValidator.RMQ_SYS_SCHEDULE_TOPIC`).
 pub const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 
@@ -196,6 +202,14 @@ impl Dispatcher {
         self.lock.lock()
     }
 
+    /// Dispatches what is readable unless dispatch is running (or paused) elsewhere;
+    /// never waits. Errors are left for the reput thread to retry and report.
+    pub(crate) fn try_dispatch(&self, log: &CommitLog) {
+        if let Some(_g) = self.lock.try_lock() {
+            let _ = self.dispatch_available(log);
+        }
+    }
+
     /// Dispatches every readable record from `reput_from` on; the caller holds the
     /// dispatch lock ([`pause`](Self::pause)). Stops at the readable end, at an
     /// incomplete record (replication mid-record), or at the first record whose
@@ -364,6 +378,7 @@ impl Dispatcher {
     /// log grows.
     pub(crate) fn run(&self, log: &CommitLog, stopped: &dyn Fn() -> bool) {
         let readable = Arc::clone(log.readable_watch());
+        let mut idle_polls = 0u32;
         loop {
             // Read before the stop flag: a stop plus `interrupt` after it ends the wait.
             let epoch = readable.epoch();
@@ -376,8 +391,18 @@ impl Dispatcher {
                 self.dispatch_available(log)
             };
             match r {
-                Ok(p) if p.records > 0 => {}
+                Ok(p) if p.records > 0 => idle_polls = 0,
+                // While puts keep coming, poll: a blocked wait would make every put pay
+                // a futex wake and this thread a context switch per record. Puts
+                // dispatch for themselves; polling every 1 ms picks up what they miss
+                // (replicated bytes, pool commits, a put racing a dispatch). After a
+                // quiet spell the thread blocks and the next put wakes it.
+                Ok(_) if idle_polls < BUSY_POLLS => {
+                    idle_polls += 1;
+                    std::thread::sleep(BUSY_POLL_INTERVAL);
+                }
                 Ok(_) => {
+                    idle_polls = 0;
                     readable.wait_blocking_since(seen + 1, Duration::from_millis(500), epoch);
                 }
                 Err(_) => std::thread::sleep(Duration::from_secs(1)),

@@ -299,8 +299,10 @@ pub(crate) fn run_flush_watcher(ctl: &ServiceControl, s: &Shared) {
     }
 }
 
-/// How far ahead of the writer pages are pre-faulted.
-const PREFAULT_AHEAD: usize = 64 << 20;
+/// How far ahead of the writer pages are pre-faulted. 16 MiB is 16 ms of lead at
+/// 1 GB/s of puts, and bounds what an idle broker keeps resident for the log's head
+/// (the next file's head too): 64 MiB made an idle broker's RSS 72 MB.
+const PREFAULT_AHEAD: usize = 16 << 20;
 /// Pre-fault step: short enough not to hold the mapping lock for long.
 const PREFAULT_CHUNK: usize = 4 << 20;
 /// How often the allocator checks the writer's progress while pre-faulting...

@@ -285,6 +285,7 @@ impl MessageStore {
         let started = Instant::now();
         let r = self.inner.commit_log.put(msg);
         self.note_put(&r, started);
+        self.help_dispatch(&r);
         r
     }
 
@@ -293,7 +294,19 @@ impl MessageStore {
         let started = Instant::now();
         let r = self.inner.commit_log.put_batch(batch);
         self.note_put(&r, started);
+        self.help_dispatch(&r);
         r
+    }
+
+    /// After a put, the putting thread dispatches what is readable if no one else is
+    /// dispatching right now: under load records reach their consume queue (and wake
+    /// long polls) without a hand-off to the reput thread — a futex wake and a context
+    /// switch per put, a quarter of the broker's CPU at 30k puts/s. The reput thread
+    /// still covers what this misses (replication, the transient pool, races).
+    fn help_dispatch(&self, r: &PutResult) {
+        if r.status.is_ok() {
+            self.inner.dispatcher.try_dispatch(&self.inner.commit_log);
+        }
     }
 
     fn note_put(&self, r: &PutResult, started: Instant) {
@@ -370,7 +383,9 @@ impl MessageStore {
     /// # Errors
     /// As [`CommitLog::append_raw`].
     pub fn append_raw(&self, expected: PhyOffset, data: &[u8]) -> Result<()> {
-        self.inner.commit_log.append_raw(expected, data)
+        self.inner.commit_log.append_raw(expected, data)?;
+        self.inner.dispatcher.try_dispatch(&self.inner.commit_log);
+        Ok(())
     }
 
     /// Cuts the CommitLog back to `offset` (a record boundary), and with it the

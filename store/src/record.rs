@@ -7,7 +7,6 @@
 //! there is no intermediate buffer), [`decode`] reads from `&[u8]` and tells
 //! "need more bytes" (`Ok(None)`) from "invalid" (`Err`).
 
-use std::fmt::Write as _;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
 
 /// Magic of a v1 message record (`0xDAA320A7`, RocketMQ `MESSAGE_MAGIC_CODE` = -626843481):
@@ -648,9 +647,12 @@ pub fn offset_msg_id(store_host: &SocketAddr, offset: u64) -> String {
     }
     bytes.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
     bytes.extend_from_slice(&offset.to_be_bytes());
+    // Every send answers with one of these: a table, not `format!` per byte.
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     let mut s = String::with_capacity(bytes.len() * 2);
     for b in bytes {
-        let _ = write!(s, "{b:02X}");
+        s.push(char::from(HEX[usize::from(b >> 4)]));
+        s.push(char::from(HEX[usize::from(b & 0xF)]));
     }
     s
 }

@@ -69,10 +69,15 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
+    // Experiment knob: worker threads of the runtime (default: one per core).
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = std::env::var("SLUICE_WORKER_THREADS")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
     {
+        builder.worker_threads(n);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mqbroker: cannot start the runtime: {e}");

@@ -162,9 +162,15 @@ fn prepare(
     // trace switch (and the response repeats them).
     let props = {
         let config = broker.config();
-        let p = header.properties.clone().unwrap_or_default();
-        let p = message::with(&p, message::MSG_REGION, &config.region_id);
-        message::with(&p, message::TRACE_ON, &config.trace_on.to_string())
+        let trace = if config.trace_on { "true" } else { "false" };
+        message::set(
+            header.properties.as_deref().unwrap_or(""),
+            &[
+                (message::MSG_REGION, config.region_id.as_str()),
+                (message::TRACE_ON, trace),
+                (CLUSTER, config.broker_cluster_name.as_str()),
+            ],
+        )
     };
     let reconsume_times = header.reconsume_times.unwrap_or(0);
     let mut delay = message::delay_level(&props);
@@ -200,7 +206,6 @@ fn prepare(
     if topic_config.topic_filter_type == TopicFilterType::MultiTag {
         sys |= sys_flag::MULTI_TAGS;
     }
-    let cluster = broker.config().broker_cluster_name.clone();
     let born_host = channel.peer_addr();
     let store_host = broker.store_host();
     let body = request.body.to_bytes();
@@ -220,7 +225,7 @@ fn prepare(
             store_host,
             reconsume_times,
             body,
-            properties: message::with(&props, CLUSTER, &cluster),
+            properties: props,
         }));
     }
     if sys_flag::transaction_type(sys) == sys_flag::TRANSACTION_PREPARED_TYPE
@@ -234,7 +239,7 @@ fn prepare(
             ),
         ));
     }
-    let mut properties = message::with(&props, CLUSTER, &cluster);
+    let mut properties = props;
     if delay > 0 {
         (topic, queue_id, properties) = delay_rewrite(broker, &topic, queue_id, &properties, delay);
     }
@@ -266,9 +271,14 @@ pub fn delay_rewrite(
 ) -> (String, i32, String) {
     let max_level = i32::try_from(broker.delay_levels.len()).unwrap_or(i32::MAX);
     let level = level.clamp(1, max_level);
-    let mut props = message::with(properties, REAL_TOPIC, topic);
-    props = message::with(&props, REAL_QID, &queue_id.to_string());
-    props = message::with(&props, DELAY, &level.to_string());
+    let props = message::set(
+        properties,
+        &[
+            (REAL_TOPIC, topic),
+            (REAL_QID, &queue_id.to_string()),
+            (DELAY, &level.to_string()),
+        ],
+    );
     (system::SCHEDULE_TOPIC.to_owned(), level - 1, props)
 }
 

@@ -87,9 +87,9 @@ fn prepare(broker: &Broker, request: &RemotingCommand) -> Result<Option<MessageI
     let original_props = original.properties_str().into_owned();
     let mut props = original_props.clone();
     if message::get(&props, RETRY_TOPIC).is_none() {
-        props = message::with(&props, RETRY_TOPIC, original.topic);
+        props = message::set(&props, &[(RETRY_TOPIC, original.topic)]);
     }
-    props = message::with(&props, WAIT, "false");
+    props = message::set(&props, &[(WAIT, "false")]);
     let max_reconsume = if request.header.version >= version::V3_4_9 {
         h.max_reconsume_times.unwrap_or(group.retry_max_times)
     } else {
@@ -104,13 +104,13 @@ fn prepare(broker: &Broker, request: &RemotingCommand) -> Result<Option<MessageI
             .create_in_send_back(&topic, DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
         delay = 0;
         // As RocketMQ: the dead letter carries delay level 0.
-        props = message::with(&props, message::DELAY, "0");
+        props = message::set(&props, &[(message::DELAY, "0")]);
     } else if delay == 0 {
         delay = 3 + original.reconsume_times;
     }
     if message::get(&props, ORIGIN_MESSAGE_ID).is_none_or(str::is_empty) {
         let origin = record::offset_msg_id(&original.store_host, original.physical_offset);
-        props = message::with(&props, ORIGIN_MESSAGE_ID, &origin);
+        props = message::set(&props, &[(ORIGIN_MESSAGE_ID, &origin)]);
     }
     if delay > 0 {
         (topic, queue_id, props) = delay_rewrite(broker, &topic, queue_id, &props, delay);
