@@ -25,6 +25,8 @@ use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
 use crate::error::HeaderError;
+
+mod fast_json;
 use crate::frame::SerializeType;
 
 /// Implementation language of the sender (`LanguageCode.java`).
@@ -268,6 +270,9 @@ struct JsonHeader<'a> {
 }
 
 fn decode_json(bytes: &[u8]) -> Result<Header, HeaderError> {
+    if let Some(header) = fast_json::parse(bytes) {
+        return Ok(header);
+    }
     // serde would also accept a struct written as an array; a header is an object.
     if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
         return Err(HeaderError::Json("header is not a JSON object".into()));
