@@ -1,11 +1,11 @@
 # One place that runs the checks the way CI does. `.ci/run` calls `make test`.
 CARGO ?= cargo
 
-.PHONY: test fmt-check clippy unit build bench fuzz
+.PHONY: test fmt-check clippy deploy-check unit build bench fuzz
 
 ## Everything CI runs: format, lints, and the whole test suite (unit, property,
 ## crash, and integration tests against real processes and the standard clients).
-test: fmt-check clippy
+test: fmt-check clippy deploy-check
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
@@ -14,6 +14,12 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## deploy/ without starting anything: shell syntax (shellcheck if installed), broker
+## configs, systemd units (systemd-analyze verify if installed), Kubernetes manifests.
+## The configs and local-cluster.sh run for real in integration-tests/tests/deploy.rs.
+deploy-check:
+	bash deploy/check.sh
 
 build:
 	$(CARGO) build --workspace --bins
