@@ -97,12 +97,15 @@ impl Broker {
     /// Bad settings, or a store or config file that cannot be opened.
     pub fn open(
         mut config: BrokerConfig,
-        store_config: StoreConfig,
+        mut store_config: StoreConfig,
         mut ha_config: ha::HaConfig,
         listen_port: u16,
     ) -> Result<Self, BrokerError> {
         config.sanitize()?;
         let delay_levels = crate::schedule::parse_delay_levels(&config.message_delay_level)
+            .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
+        store_config
+            .sanitize()
             .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
         let root = store_config.store_path_root_dir.clone();
         ha_config

@@ -110,7 +110,7 @@ impl RemotingClient {
         if let Some(ch) = guard.as_ref().filter(|c| !c.is_closed()) {
             return Ok(ch.clone());
         }
-        let target = crate::net::parse_addr(addr)?;
+        let target = crate::net::resolve(addr).await?;
         let stream = tokio::time::timeout(self.config.connect_timeout, TcpStream::connect(target))
             .await
             .map_err(|_| RemotingError::ConnectTimeout {

@@ -34,6 +34,23 @@ pub fn parse_addr(addr: &str) -> Result<SocketAddr> {
         .ok_or_else(|| RemotingError::InvalidAddress(addr.to_owned()))
 }
 
+/// Parses `host:port` like [`parse_addr`], resolving a host name without blocking the
+/// runtime (name servers are often DNS names in Kubernetes).
+///
+/// # Errors
+/// `InvalidAddress` when it is not `host:port` or the name does not resolve.
+pub async fn resolve(addr: &str) -> Result<SocketAddr> {
+    let addr = addr.trim();
+    if let Ok(sa) = addr.parse::<SocketAddr>() {
+        return Ok(sa);
+    }
+    tokio::net::lookup_host(addr)
+        .await
+        .ok()
+        .and_then(|mut it| it.next())
+        .ok_or_else(|| RemotingError::InvalidAddress(addr.to_owned()))
+}
+
 /// Splits a `;`-separated name server list (`namesrvAddr`), dropping blanks.
 #[must_use]
 pub fn split_addr_list(list: &str) -> Vec<String> {

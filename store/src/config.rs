@@ -339,6 +339,18 @@ impl StoreConfig {
     /// A file size outside 4 KiB ..= 2 GiB - 1, a zero body limit or timeout, or an
     /// enabled transient pool without buffers.
     pub fn sanitize(&mut self) -> Result<(), ConfigError> {
+        // `~/store` as in RocketMQ's docs: the home directory, not a directory named `~`.
+        for path in [
+            Some(&mut self.store_path_root_dir),
+            self.store_path_commit_log.as_mut(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let (Ok(rest), Some(home)) = (path.strip_prefix("~"), std::env::var_os("HOME")) {
+                *path = PathBuf::from(home).join(rest);
+            }
+        }
         let size = self.mapped_file_size_commit_log;
         if !(MIN_MAPPED_FILE_SIZE..=MAX_MAPPED_FILE_SIZE).contains(&size) {
             return Err(ConfigError::Invalid {
@@ -452,6 +464,17 @@ impl StoreConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tilde_means_home() {
+        let mut c = StoreConfig::with_root("~/store");
+        c.sanitize().unwrap();
+        let home = PathBuf::from(std::env::var_os("HOME").unwrap());
+        assert_eq!(c.store_path_root_dir, home.join("store"));
+        let mut c = StoreConfig::with_root("/data/~x");
+        c.sanitize().unwrap();
+        assert_eq!(c.store_path_root_dir, PathBuf::from("/data/~x"));
+    }
 
     #[test]
     fn defaults_are_rocketmq_defaults() {

@@ -3,7 +3,7 @@
 //! `mqbroker -c broker.toml [-n 127.0.0.1:9876] [-o key=value ...]`; the file may be a
 //! RocketMQ broker.conf as is. SIGTERM or SIGINT stop it cleanly (exit 0).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -30,6 +30,9 @@ struct Cli {
     /// Overrides one setting (`-o listenPort=0`); repeatable, later ones win.
     #[arg(short = 'o', long = "option", value_name = "KEY=VALUE")]
     overrides: Vec<String>,
+    /// Prints every setting (broker, store, HA) with its effective value and exits.
+    #[arg(short = 'p', long = "printConfigItem")]
+    print_config_item: bool,
 }
 
 fn init_tracing() {
@@ -69,6 +72,36 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if cli.print_config_item {
+        let mut all = std::collections::BTreeMap::new();
+        for value in [
+            serde_json::to_value(&config),
+            serde_json::to_value(&store_config),
+            serde_json::to_value(&ha_config),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            if let serde_json::Value::Object(map) = value {
+                for (k, v) in map {
+                    let text = match v {
+                        serde_json::Value::String(s) => s,
+                        serde_json::Value::Null => String::new(),
+                        other => other.to_string(),
+                    };
+                    all.insert(k, text);
+                }
+            }
+        }
+        let mut out = std::io::stdout().lock();
+        for (k, v) in all {
+            // A closed pipe (`| head`) ends the listing, it is not an error.
+            if writeln!(out, "{k}={v}").is_err() {
+                break;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
     // Experiment knob: worker threads of the runtime (default: one per core).
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = std::env::var("SLUICE_WORKER_THREADS")

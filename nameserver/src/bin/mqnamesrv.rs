@@ -3,7 +3,7 @@
 //! `mqnamesrv -c namesrv.toml -o listenPort=0 -o kvConfigPath=/tmp/kv.json`; SIGTERM
 //! or SIGINT stop it gracefully (exit 0).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -55,8 +55,12 @@ fn main() -> ExitCode {
         }
     };
     if cli.print_config_item {
+        let mut out = std::io::stdout().lock();
         for (key, value) in config.to_properties() {
-            println!("{key}={value}");
+            // A closed pipe (`| head`) ends the listing, it is not an error.
+            if writeln!(out, "{key}={value}").is_err() {
+                break;
+            }
         }
         return ExitCode::SUCCESS;
     }

@@ -118,7 +118,10 @@ impl<'a> Parser<'a> {
         if matches!(self.peek(), Some(b'.' | b'e' | b'E')) {
             return None;
         }
-        std::str::from_utf8(&self.b[start..self.i]).ok()?.parse().ok()
+        std::str::from_utf8(&self.b[start..self.i])
+            .ok()?
+            .parse()
+            .ok()
     }
 
     /// A string without escapes, borrowed (object keys).
@@ -241,7 +244,10 @@ impl<'a> Parser<'a> {
                 }
                 b'-' | b'0'..=b'9' => {
                     let start = self.i;
-                    while matches!(self.peek(), Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')) {
+                    while matches!(
+                        self.peek(),
+                        Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9')
+                    ) {
                         self.i += 1;
                     }
                     let text = std::str::from_utf8(&self.b[start..self.i]).ok()?;
@@ -273,7 +279,10 @@ mod tests {
         assert_eq!(h.ext_fields.get("i"), Some("TAGS\u{1}A\u{2}"));
         let cpp = b"{\"code\":105,\"extFields\":{\"topic\":\"T\"},\"flag\":0,\"language\":\"CPP\",\"opaque\":0,\"remark\":\"\",\"version\":63}\n";
         let h = parse(cpp).unwrap();
-        assert_eq!((h.language, h.remark.as_deref()), (LanguageCode::Cpp, Some("")));
+        assert_eq!(
+            (h.language, h.remark.as_deref()),
+            (LanguageCode::Cpp, Some(""))
+        );
         let ali = br#"{"code":310,"extFields":{"d":4,"k":false,"z":null,"g":1795955659538},"flag":0,"language":"JAVA","opaque":2,"version":121}"#;
         let h = parse(ali).unwrap();
         assert_eq!(h.ext_fields.get("d"), Some("4"));
@@ -282,7 +291,10 @@ mod tests {
         let spaced = b" { \"code\" : 1 , \"remark\" : null , \"extFields\" : { } } ";
         assert_eq!(parse(spaced).unwrap().code, 1);
         let escapes = br#"{"code":1,"remark":"a\"b\\c\/\n\u00e9\ud83d\ude00"}"#;
-        assert_eq!(parse(escapes).unwrap().remark.as_deref(), Some("a\"b\\c/\né😀"));
+        assert_eq!(
+            parse(escapes).unwrap().remark.as_deref(),
+            Some("a\"b\\c/\né😀")
+        );
     }
 
     #[test]
