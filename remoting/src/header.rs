@@ -21,6 +21,7 @@ use std::borrow::Cow;
 use std::fmt;
 
 use bytes::{Buf, BufMut, BytesMut};
+use compact_str::CompactString;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, MapAccess, Visitor};
 
@@ -126,9 +127,11 @@ impl fmt::Display for LanguageCode {
 /// The custom-header map of a command: every value a string on the wire.
 ///
 /// A small ordered list: headers have a dozen entries, where a linear scan beats
-/// hashing, and the order a client sent is kept when we relay a command.
+/// hashing, and the order a client sent is kept when we relay a command. Keys and
+/// values are inline strings: almost all fit in 24 bytes, so decoding a header does
+/// not allocate per field.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ExtFields(Vec<(String, String)>);
+pub struct ExtFields(Vec<(CompactString, CompactString)>);
 
 impl ExtFields {
     /// An empty map.
@@ -153,7 +156,7 @@ impl ExtFields {
     }
 
     /// Sets `key` to `value`, replacing an earlier value (last wins, as in Java).
-    pub fn insert(&mut self, key: impl Into<String>, value: impl Into<String>) {
+    pub fn insert(&mut self, key: impl Into<CompactString>, value: impl Into<CompactString>) {
         let key = key.into();
         let value = value.into();
         match self.0.iter_mut().find(|(k, _)| *k == key) {
@@ -165,7 +168,7 @@ impl ExtFields {
     /// Removes `key`, returning its value.
     pub fn remove(&mut self, key: &str) -> Option<String> {
         let i = self.0.iter().position(|(k, _)| k == key)?;
-        Some(self.0.remove(i).1)
+        Some(self.0.remove(i).1.into_string())
     }
 
     /// Entries in insertion order.
@@ -186,7 +189,7 @@ impl ExtFields {
     }
 }
 
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for ExtFields {
+impl<K: Into<CompactString>, V: Into<CompactString>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
         let mut ext = ExtFields::new();
         for (k, v) in iter {

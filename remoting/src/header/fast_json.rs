@@ -9,6 +9,8 @@
 //! decoder, which accepts every variant and produces the error messages. So this
 //! parser only has to be right on what it accepts.
 
+use compact_str::CompactString;
+
 use super::{ExtFields, Header, LanguageCode};
 
 /// Parses a header, or `None` to fall back to the general decoder.
@@ -139,13 +141,18 @@ impl<'a> Parser<'a> {
 
     /// A string, unescaped.
     fn string(&mut self) -> Option<String> {
+        self.compact_string().map(CompactString::into_string)
+    }
+
+    /// A string, unescaped, inline when short (no allocation for most fields).
+    fn compact_string(&mut self) -> Option<CompactString> {
         self.expect(b'"')?;
         let start = self.i;
         // Fast path: no escape before the closing quote.
         while let Some(c) = self.peek() {
             match c {
                 b'"' => {
-                    let s = std::str::from_utf8(&self.b[start..self.i]).ok()?.to_owned();
+                    let s = CompactString::from(std::str::from_utf8(&self.b[start..self.i]).ok()?);
                     self.i += 1;
                     return Some(s);
                 }
@@ -168,7 +175,7 @@ impl<'a> Parser<'a> {
             }
             out.push_str(std::str::from_utf8(&self.b[run..self.i]).ok()?);
             if self.next()? == b'"' {
-                return Some(out);
+                return Some(CompactString::from(out));
             }
             let ch = match self.next()? {
                 b'"' => '"',
@@ -220,13 +227,13 @@ impl<'a> Parser<'a> {
         }
         loop {
             self.ws();
-            let key = self.string()?;
+            let key = self.compact_string()?;
             self.ws();
             self.expect(b':')?;
             self.ws();
             match self.peek()? {
                 b'"' => {
-                    let value = self.string()?;
+                    let value = self.compact_string()?;
                     ext.insert(key, value);
                 }
                 b'n' => {
