@@ -1,7 +1,8 @@
 //! The Go side of the integration tests: programs built on Apache's `rocketmq-client-go`
 //! (`github.com/apache/rocketmq-client-go/v2`, pinned in `integration-tests/go/go.mod`), run as
-//! separate processes against our `mqnamesrv` / `mqbroker`. Also home of [`ClientProcess`] /
-//! [`ClientOutput`], the runner shared with [`crate::rust_client`].
+//! separate processes against our `mqnamesrv` / `mqbroker`, watched by [`ClientProcess`] (the
+//! runner of [`crate::child`]); [`ClientOutput::sent`] / [`ClientOutput::received`] parse the
+//! result lines the Go and Rust programs share.
 //!
 //! [`GoTools::get`] builds `integration-tests/go` (see its README) with `go/build.sh` once per
 //! process; `build.sh` skips the build when the binaries are up to date and holds a `flock` on the
@@ -30,17 +31,13 @@
 
 use std::collections::BTreeMap;
 use std::env;
-use std::fmt;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
-use std::sync::{Arc, Condvar, Mutex, OnceLock, PoisonError};
-use std::thread::{self, JoinHandle};
+use std::process::Command;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
-
-use crate::java::assert_loopback;
+use crate::child::assert_loopback_args;
+pub use crate::child::{ChildOutput as ClientOutput, ChildProcess as ClientProcess};
 
 /// The Go producer: sync / async / oneway sends, optionally batched.
 pub const PRODUCER: &str = "producer";
@@ -51,8 +48,6 @@ pub const GO_CLIENT_MODULE: &str = "github.com/apache/rocketmq-client-go/v2";
 
 /// A cold build downloads ~10 MB of modules and compiles them: about a minute on 2 cores.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
-/// Stderr lines a failure message shows (the clients log a lot at info level).
-const STDERR_TAIL_LINES: usize = 150;
 
 /// The built Go test programs.
 #[derive(Debug)]
@@ -166,7 +161,7 @@ pub(crate) fn target_dir() -> PathBuf {
 /// working directory, no `NAMESRV_ADDR`, and the HTTP name server lookup (used by clients that
 /// have no name server configured) pointed at a closed loopback port.
 pub(crate) fn client_command(program: &Path, args: &[&str], home: &Path) -> Command {
-    check_namesrv_args(args);
+    assert_loopback_args(args);
     let mut cmd = Command::new(program);
     cmd.args(args)
         .env("HOME", home)
@@ -187,211 +182,6 @@ pub(crate) fn spawn_client(program: &Path, args: &[&str]) -> ClientProcess {
         Ok(p) => p,
         Err(e) => panic!("cannot start {}: {e}", program.display()),
     }
-}
-
-fn check_namesrv_args(args: &[&str]) {
-    for pair in args.windows(2) {
-        if matches!(pair[0], "--namesrv" | "-n" | "-namesrv") {
-            assert_loopback(pair[1]);
-        }
-    }
-}
-
-/// Stdout lines as they arrive, so a test can wait for one (e.g. `STARTED`).
-#[derive(Debug, Default)]
-struct Lines {
-    lines: Vec<String>,
-    eof: bool,
-}
-
-/// A running client test program (Go or Rust) or build, its output captured as it comes. Killed
-/// on drop.
-#[derive(Debug)]
-pub struct ClientProcess {
-    child: Option<Child>,
-    command: String,
-    started: Instant,
-    stdout: Arc<(Mutex<Lines>, Condvar)>,
-    stderr: Arc<Mutex<Vec<u8>>>,
-    readers: Vec<JoinHandle<()>>,
-    home: Option<TempDir>,
-}
-
-impl ClientProcess {
-    /// Spawns `cmd` with piped stdout/stderr; `home` is removed when the output is dropped.
-    ///
-    /// # Errors
-    /// When the program cannot be started.
-    pub fn spawn(mut cmd: Command, home: Option<TempDir>) -> std::io::Result<ClientProcess> {
-        let command = describe(&cmd);
-        cmd.stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn()?;
-        let stdout = Arc::new((Mutex::new(Lines::default()), Condvar::new()));
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let mut readers = Vec::new();
-        if let Some(out) = child.stdout.take() {
-            let sink = Arc::clone(&stdout);
-            readers.push(thread::spawn(move || read_lines(out, &sink)));
-        }
-        if let Some(mut err) = child.stderr.take() {
-            let sink = Arc::clone(&stderr);
-            readers.push(thread::spawn(move || {
-                let mut buf = [0u8; 8192];
-                while let Ok(n) = err.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    sink.lock()
-                        .unwrap_or_else(PoisonError::into_inner)
-                        .extend_from_slice(&buf[..n]);
-                }
-            }));
-        }
-        Ok(ClientProcess {
-            child: Some(child),
-            command,
-            started: Instant::now(),
-            stdout,
-            stderr,
-            readers,
-            home,
-        })
-    }
-
-    /// The OS process id.
-    pub fn id(&self) -> Option<u32> {
-        self.child.as_ref().map(Child::id)
-    }
-
-    /// Waits until a stdout line starts with `prefix` (looking at every line so far) and returns
-    /// it; `None` when the process closed stdout or `timeout` passed first.
-    pub fn wait_for_line(&self, prefix: &str, timeout: Duration) -> Option<String> {
-        let deadline = Instant::now() + timeout;
-        let (lock, cond) = &*self.stdout;
-        let mut lines = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        loop {
-            if let Some(line) = lines.lines.iter().find(|l| l.starts_with(prefix)) {
-                return Some(line.clone());
-            }
-            let now = Instant::now();
-            if lines.eof || now >= deadline {
-                return None;
-            }
-            lines = cond
-                .wait_timeout(lines, deadline - now)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-    }
-
-    /// The stdout lines seen so far.
-    pub fn stdout_lines(&self) -> Vec<String> {
-        self.stdout
-            .0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .lines
-            .clone()
-    }
-
-    /// Waits for the process to exit, killing it after `timeout`, and returns what it printed.
-    pub fn wait(mut self, timeout: Duration) -> ClientOutput {
-        self.finish(Some(timeout))
-    }
-
-    /// Kills the process now and returns what it printed.
-    pub fn kill(mut self) -> ClientOutput {
-        self.finish(None)
-    }
-
-    fn finish(&mut self, timeout: Option<Duration>) -> ClientOutput {
-        let mut status = None;
-        let mut timed_out = false;
-        if let Some(mut child) = self.child.take() {
-            let deadline = timeout.map(|t| Instant::now() + t);
-            loop {
-                match child.try_wait() {
-                    Ok(Some(s)) => {
-                        status = Some(s);
-                        break;
-                    }
-                    Ok(None) if deadline.is_some_and(|d| Instant::now() < d) => {
-                        thread::sleep(Duration::from_millis(20));
-                    }
-                    Ok(None) | Err(_) => {
-                        timed_out = timeout.is_some();
-                        let _ = child.kill();
-                        let _ = child.wait();
-                        break;
-                    }
-                }
-            }
-        }
-        for reader in self.readers.drain(..) {
-            let _ = reader.join();
-        }
-        let stdout = {
-            let lines = self.stdout.0.lock().unwrap_or_else(PoisonError::into_inner);
-            let mut s = lines.lines.join("\n");
-            if !lines.lines.is_empty() {
-                s.push('\n');
-            }
-            s
-        };
-        let stderr =
-            String::from_utf8_lossy(&self.stderr.lock().unwrap_or_else(PoisonError::into_inner))
-                .into_owned();
-        ClientOutput {
-            command: self.command.clone(),
-            status,
-            timed_out,
-            stdout,
-            stderr,
-            elapsed: self.started.elapsed(),
-            _home: self.home.take(),
-        }
-    }
-}
-
-impl Drop for ClientProcess {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-fn read_lines(out: ChildStdout, sink: &(Mutex<Lines>, Condvar)) {
-    let mut reader = BufReader::new(out);
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader.read_until(b'\n', &mut buf).unwrap_or(0);
-        let (lock, cond) = sink;
-        let mut lines = lock.lock().unwrap_or_else(PoisonError::into_inner);
-        if n == 0 {
-            lines.eof = true;
-            cond.notify_all();
-            return;
-        }
-        let line = String::from_utf8_lossy(&buf);
-        lines
-            .lines
-            .push(line.trim_end_matches(['\n', '\r']).to_owned());
-        cond.notify_all();
-    }
-}
-
-fn describe(cmd: &Command) -> String {
-    let mut s = cmd.get_program().to_string_lossy().into_owned();
-    for arg in cmd.get_args() {
-        s.push(' ');
-        s.push_str(&arg.to_string_lossy());
-    }
-    s
 }
 
 /// One `SENT <msgId> <offsetMsgId> <queueId> <queueOffset> <status>` line.
@@ -422,53 +212,7 @@ pub struct Received {
     pub body: String,
 }
 
-/// What a client test program printed and how it ended.
-#[derive(Debug)]
-pub struct ClientOutput {
-    /// The command line, for messages.
-    pub command: String,
-    /// `None` when the process was killed: timeout or [`ClientProcess::kill`].
-    pub status: Option<ExitStatus>,
-    /// Killed because it ran past its timeout.
-    pub timed_out: bool,
-    pub stdout: String,
-    pub stderr: String,
-    pub elapsed: Duration,
-    _home: Option<TempDir>,
-}
-
 impl ClientOutput {
-    /// Exited by itself with status 0.
-    pub fn success(&self) -> bool {
-        self.status.is_some_and(|s| s.success())
-    }
-
-    /// The exit code, if it exited by itself.
-    pub fn code(&self) -> Option<i32> {
-        self.status.and_then(|s| s.code())
-    }
-
-    /// Stdout lines that start with `prefix`, whole.
-    pub fn lines_starting_with(&self, prefix: &str) -> Vec<&str> {
-        self.stdout
-            .lines()
-            .filter(|l| l.starts_with(prefix))
-            .collect()
-    }
-
-    /// For each stdout line that starts with `prefix`, the rest of it split on whitespace.
-    pub fn fields(&self, prefix: &str) -> Vec<Vec<&str>> {
-        self.lines_starting_with(prefix)
-            .into_iter()
-            .map(|l| l[prefix.len()..].split_whitespace().collect())
-            .collect()
-    }
-
-    /// The first stdout line that starts with `prefix`.
-    pub fn first_line_starting_with(&self, prefix: &str) -> Option<&str> {
-        self.stdout.lines().find(|l| l.starts_with(prefix))
-    }
-
     /// The `SENT` lines, parsed.
     ///
     /// # Panics
@@ -514,48 +258,6 @@ impl ClientOutput {
             })
             .collect()
     }
-
-    /// Panics, printing everything, unless the exit status is 0.
-    #[track_caller]
-    pub fn assert_ok(&self) -> &Self {
-        if !self.success() {
-            panic!("expected success:\n{self}");
-        }
-        self
-    }
-
-    /// Panics, printing everything, unless the process exited by itself with a non-zero status.
-    #[track_caller]
-    pub fn assert_failed(&self) -> &Self {
-        if self.success() || self.status.is_none() {
-            panic!("expected a failure exit:\n{self}");
-        }
-        self
-    }
-}
-
-impl fmt::Display for ClientOutput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        writeln!(f, "command: {}", self.command)?;
-        match (self.status, self.timed_out) {
-            (_, true) => writeln!(f, "status: killed after timeout ({:?})", self.elapsed)?,
-            (Some(s), _) => writeln!(f, "status: {s} after {:?}", self.elapsed)?,
-            (None, _) => writeln!(f, "status: killed after {:?}", self.elapsed)?,
-        }
-        writeln!(f, "--- stdout\n{}", self.stdout.trim_end())?;
-        let lines: Vec<&str> = self.stderr.trim_end().lines().collect();
-        let skipped = lines.len().saturating_sub(STDERR_TAIL_LINES);
-        if skipped > 0 {
-            writeln!(
-                f,
-                "--- stderr (last {STDERR_TAIL_LINES} of {} lines)",
-                lines.len()
-            )?;
-        } else {
-            writeln!(f, "--- stderr")?;
-        }
-        writeln!(f, "{}", lines[skipped..].join("\n"))
-    }
 }
 
 /// The queue offsets of `sent`, per queue id, in ascending order.
@@ -577,21 +279,9 @@ pub fn offsets_by_queue(sent: &[Sent]) -> BTreeMap<i32, Vec<u64>> {
 mod tests {
     use super::*;
 
-    fn output(stdout: &str) -> ClientOutput {
-        ClientOutput {
-            command: "test".into(),
-            status: None,
-            timed_out: false,
-            stdout: stdout.into(),
-            stderr: String::new(),
-            elapsed: Duration::ZERO,
-            _home: None,
-        }
-    }
-
     #[test]
     fn parses_result_lines() {
-        let out = output(
+        let out = ClientOutput::from_stdout(
             "SENT ABC 7F00 3 7 SEND_OK\nSENT - 7F01 3 8 SEND_OK\nSTARTED g\n\
              RECV ABC 3 7 msg-1 with spaces\nRECV DEF 0 0 \nOK sent=2\n",
         );
@@ -616,22 +306,6 @@ mod tests {
     }
 
     #[test]
-    fn process_output_and_timeout() {
-        let mut cmd = Command::new("sh");
-        cmd.args(["-c", "echo STARTED g; echo oops >&2; exec sleep 30"]);
-        let p = ClientProcess::spawn(cmd, None).unwrap();
-        assert_eq!(
-            p.wait_for_line("STARTED", Duration::from_secs(10))
-                .as_deref(),
-            Some("STARTED g")
-        );
-        let out = p.wait(Duration::from_millis(200));
-        assert!(out.timed_out && out.status.is_none());
-        assert_eq!(out.stdout, "STARTED g\n");
-        assert_eq!(out.stderr, "oops\n");
-    }
-
-    #[test]
     fn refuses_a_remote_name_server() {
         let home = std::env::temp_dir();
         let _ = client_command(Path::new("true"), &["--namesrv", "127.0.0.1:1"], &home);
@@ -639,14 +313,5 @@ mod tests {
             client_command(Path::new("true"), &["--namesrv", "10.1.2.3:9876"], &home)
         });
         assert!(remote.is_err());
-    }
-
-    #[test]
-    fn stderr_is_trimmed_in_messages() {
-        let mut out = output("");
-        out.stderr = (0..400).map(|i| format!("line {i}\n")).collect();
-        let text = out.to_string();
-        assert!(text.contains("last 150 of 400 lines"), "{text}");
-        assert!(text.contains("line 399") && !text.contains("line 249\n"));
     }
 }

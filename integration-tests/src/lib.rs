@@ -15,6 +15,7 @@
     reason = "test harness: a failed setup step should fail the test loudly"
 )]
 
+pub mod child;
 pub mod client;
 pub mod go;
 pub mod java;
