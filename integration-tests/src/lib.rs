@@ -17,6 +17,7 @@
 
 pub mod child;
 pub mod client;
+pub mod client_suite;
 pub mod go;
 pub mod java;
 pub mod ports;

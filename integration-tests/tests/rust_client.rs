@@ -7,40 +7,32 @@
     reason = "test code: a failed step should fail the test"
 )]
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::thread;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use integration_tests::client::SyncClient;
-use integration_tests::go::offsets_by_queue;
+use integration_tests::client_suite::{ClientUnderTest, ReceivedId};
 use integration_tests::process::{BrokerProcess, NamesrvProcess};
-use integration_tests::rust_client::{CONSUMER, ClientOutput, PRODUCER, RustClient, Sent};
+use integration_tests::rust_client::{CONSUMER, PRODUCER, RustClient};
+use remoting::RemotingCommand;
+use remoting::RequestCode;
 use remoting::header::LanguageCode;
-use remoting::protocol::body::KvTable;
 use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
-use remoting::{RemotingCommand, RequestCode};
-
-const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// The version ordinal rocketmq-client-rust 1.0.0 puts in its requests (captured on the wire).
 const RUST_CLIENT_VERSION: i32 = 474;
 
-fn produce(ns: &str, topic: &str, extra: &[&str]) -> ClientOutput {
-    let mut args = vec!["--namesrv", ns, "--topic", topic];
-    args.extend_from_slice(extra);
-    let out = RustClient::get().run(PRODUCER, &args, RUN_TIMEOUT);
-    out.assert_ok();
-    out
-}
-
-/// `7F000001` + port + commit log offset: the offset msg id of a message stored by `broker`.
-fn assert_offset_msg_id(broker: &BrokerProcess, s: &Sent) {
-    let port: u16 = broker.addr().rsplit_once(':').unwrap().1.parse().unwrap();
-    let prefix = format!("7F000001{port:08X}");
-    assert!(
-        s.offset_msg_id.len() == 32 && s.offset_msg_id.starts_with(&prefix),
-        "offset msg id of {s:?} is not {prefix} + 16 hex digits"
-    );
+fn rust_client() -> ClientUnderTest {
+    let rust = RustClient::get();
+    ClientUnderTest {
+        name: "Rust",
+        producer: rust.program(PRODUCER),
+        consumer: rust.program(CONSUMER),
+        // This client sets a UNIQ_KEY on every message, batched ones included.
+        batch_has_msg_ids: true,
+        oneway_extra: &[],
+        // Its MessageExt::msg_id() is the offset msg id (Java's getMsgId() is the UNIQ_KEY).
+        received_id: ReceivedId::OffsetMsgId,
+    }
 }
 
 /// What the client asks the name server (version 474, language RUST, no
@@ -49,36 +41,6 @@ fn assert_offset_msg_id(broker: &BrokerProcess, s: &Sent) {
 /// `route_data_view.rs`) has a required `enable_acting_master: bool` and a `HashMap<u64, _>` of
 /// `brokerAddrs` that serde_json reads from quoted keys only. Apache's 5.3.3 name server answers
 /// exactly this; a 4.9.x one (no `enableActingMaster`) could not serve this client.
-/// Waits until `broker` has stored at least `n` messages (`msgPutTotalTodayNow` of
-/// GET_BROKER_RUNTIME_INFO): a oneway send reports nothing, and the first send to a new topic
-/// waits for the topic's registration with the name server, so later sends from another process
-/// can overtake it.
-fn wait_for_stored(broker: &BrokerProcess, n: u64) {
-    let client = SyncClient::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let r = client.invoke(
-            &broker.addr(),
-            RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo),
-        );
-        assert_eq!(r.code(), 0, "runtime info: {:?}", r.remark());
-        let info: KvTable = serde_json::from_slice(&r.body.to_bytes()).unwrap();
-        let stored: u64 = info
-            .table
-            .get("msgPutTotalTodayNow")
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
-        if stored >= n {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the broker stored {stored} of {n} messages"
-        );
-        thread::sleep(Duration::from_millis(50));
-    }
-}
-
 #[test]
 fn route_reply_is_what_rocketmq_client_rust_parses() {
     let ns = NamesrvProcess::start();
@@ -121,205 +83,15 @@ fn route_reply_is_what_rocketmq_client_rust_parses() {
 
 #[test]
 fn rust_producer_sends_sync_async_and_batch_to_an_auto_created_topic() {
-    let ns = NamesrvProcess::start();
-    let broker = BrokerProcess::start(&ns.addr());
-    let topic = "RustAutoTopic";
-    let mut all = Vec::new();
-    for (mode, extra) in [
-        (
-            "sync",
-            &[
-                "--tag",
-                "TagA",
-                "--keys-prefix",
-                "k",
-                "--body-prefix",
-                "sync",
-            ][..],
-        ),
-        ("async", &["--mode", "async", "--body-prefix", "async"][..]),
-        ("batch", &["--batch", "--body-prefix", "batch"][..]),
-    ] {
-        let mut args = vec!["--count", "20"];
-        args.extend_from_slice(extra);
-        let out = produce(&ns.addr(), topic, &args);
-        let sent = out.sent();
-        assert_eq!(sent.len(), 20, "{mode}:\n{out}");
-        assert_eq!(out.first_line_starting_with("OK"), Some("OK sent=20"));
-        for s in &sent {
-            assert_eq!(s.status, "SEND_OK", "{mode}: {s:?}");
-            assert_offset_msg_id(&broker, s);
-        }
-        if mode == "batch" {
-            let queues: BTreeSet<i32> = sent.iter().map(|s| s.queue_id).collect();
-            assert_eq!(queues.len(), 1, "a batch lands in one queue: {sent:?}");
-        }
-        // This client sets a UNIQ_KEY on every message, batched ones included.
-        let ids: BTreeSet<&str> = sent.iter().map(|s| s.msg_id.as_str()).collect();
-        assert!(!ids.contains("-"), "{mode}: {sent:?}");
-        assert_eq!(ids.len(), 20, "{mode}: client msg ids are unique: {sent:?}");
-        all.extend(sent);
-    }
-    // Over all 60 messages: queue offsets are consecutive per queue, from 0.
-    let per_queue = offsets_by_queue(&all);
-    assert!(
-        per_queue.keys().all(|q| (0..4).contains(q)),
-        "the producer uses min(4, TBW102's 8) queues: {per_queue:?}"
-    );
-    for (queue, offsets) in &per_queue {
-        let expected: Vec<u64> = (0..offsets.len() as u64).collect();
-        assert_eq!(offsets, &expected, "queue {queue}");
-    }
-    let offset_ids: BTreeSet<&str> = all.iter().map(|s| s.offset_msg_id.as_str()).collect();
-    assert_eq!(offset_ids.len(), 60, "offset msg ids are unique");
+    rust_client().sends_sync_async_and_batch();
 }
 
 #[test]
 fn rust_producer_oneway_sends_land() {
-    let ns = NamesrvProcess::start();
-    let broker = BrokerProcess::start(&ns.addr());
-    let topic = "RustOnewayTopic";
-    let out = produce(
-        &ns.addr(),
-        topic,
-        &[
-            "--count",
-            "10",
-            "--mode",
-            "oneway",
-            "--body-prefix",
-            "oneway",
-        ],
-    );
-    assert!(out.sent().is_empty(), "oneway sends have no result:\n{out}");
-    assert_eq!(out.first_line_starting_with("OK"), Some("OK sent=10"));
-    wait_for_stored(&broker, 10);
-
-    // No result to look at: count them through the offsets that sync sends get afterwards. A
-    // queue the sync sends hit continues right after its oneway messages; 40 sync sends over 4
-    // queues hit every queue.
-    let out = produce(
-        &ns.addr(),
-        topic,
-        &["--count", "40", "--body-prefix", "sync"],
-    );
-    let per_queue = offsets_by_queue(&out.sent());
-    assert_eq!(per_queue.len(), 4, "{per_queue:?}\n{out}");
-    let mut before = 0;
-    for (queue, offsets) in &per_queue {
-        let first = offsets[0];
-        let expected: Vec<u64> = (first..first + offsets.len() as u64).collect();
-        assert_eq!(offsets, &expected, "queue {queue}");
-        before += first;
-    }
-    assert_eq!(
-        before, 10,
-        "the 10 oneway messages are stored ahead of the sync ones: {per_queue:?}"
-    );
+    rust_client().oneway_sends_land();
 }
 
 #[test]
 fn rust_push_consumer_receives_every_message_exactly_once() {
-    let ns = NamesrvProcess::start();
-    let _broker = BrokerProcess::start(&ns.addr());
-    let topic = "RustConsumeTopic";
-    let group = "RustConsumerGroup";
-    // Send first: a consumer started before its topic exists waits for the next route poll.
-    let sent = produce(
-        &ns.addr(),
-        topic,
-        &[
-            "--count",
-            "20",
-            "--tag",
-            "TagA",
-            "--keys-prefix",
-            "k",
-            "--body-prefix",
-            "m",
-        ],
-    );
-    let by_body: BTreeMap<String, Sent> = sent
-        .sent()
-        .into_iter()
-        .enumerate()
-        .map(|(i, s)| (format!("m-{i}"), s))
-        .collect();
-
-    let out = RustClient::get().run(
-        CONSUMER,
-        &[
-            "--namesrv",
-            &ns.addr(),
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--count",
-            "20",
-            "--from",
-            "first",
-            "--props",
-            "--wait-ms",
-            "60000",
-        ],
-        Duration::from_secs(100),
-    );
-    out.assert_ok();
-    assert_eq!(
-        out.first_line_starting_with("STARTED"),
-        Some("STARTED RustConsumerGroup")
-    );
-    let received = out.received();
-    assert_eq!(
-        received.len(),
-        20,
-        "every message once, no duplicates:\n{out}"
-    );
-    for r in &received {
-        let s = by_body
-            .get(&r.body)
-            .unwrap_or_else(|| panic!("unexpected body {r:?}\n{out}"));
-        // This client's MessageExt::msg_id() is the offset msg id (Java's getMsgId() is the
-        // UNIQ_KEY); the UNIQ_KEY is in the PROPS line.
-        assert_eq!(
-            (r.msg_id.as_str(), r.queue_id, r.queue_offset),
-            (s.offset_msg_id.as_str(), s.queue_id, s.queue_offset),
-            "a message arrives with its offset msg id, queue and offset"
-        );
-    }
-    let bodies: BTreeSet<&str> = received.iter().map(|r| r.body.as_str()).collect();
-    assert_eq!(bodies.len(), 20, "{out}");
-    let uniq_keys: BTreeSet<&str> = by_body.values().map(|s| s.msg_id.as_str()).collect();
-    for props in out.lines_starting_with("PROPS ") {
-        assert!(
-            props.contains(&format!(" topic={topic} tags=TagA keys=k-")),
-            "{props}"
-        );
-        let key = props.rsplit_once("uniqKey=").unwrap().1;
-        assert!(uniq_keys.contains(key), "{props}");
-    }
-
-    // The group's progress was committed: the same group gets nothing more.
-    let again = RustClient::get().run(
-        CONSUMER,
-        &[
-            "--namesrv",
-            &ns.addr(),
-            "--topic",
-            topic,
-            "--group",
-            group,
-            "--count",
-            "0",
-            "--wait-ms",
-            "8000",
-        ],
-        Duration::from_secs(60),
-    );
-    again.assert_ok();
-    assert!(
-        again.received().is_empty(),
-        "a restarted consumer of the group must resume after the committed offsets:\n{again}"
-    );
+    rust_client().push_consumer_receives_every_message_exactly_once();
 }
