@@ -6,7 +6,10 @@
 //!   (a window of requests in flight per thread) or oneway mode, round robin over the
 //!   topic's writable queues, optionally rate-limited.
 //! - `mqbench consumer`: long-polling PULL_MESSAGE on every readable queue, latency from
-//!   each message's born timestamp to its receipt.
+//!   each message's born timestamp to its receipt; `--catch-up` times a backlog read.
+//! - `mqbench topics`: creates many topics (`--count`) on every master of a cluster.
+//!
+//! Producer and consumer spread over `--topics N` topics named `TOPIC-0` .. `TOPIC-(N-1)`.
 //!
 //! Each second a progress line goes to stderr; the summary (text, or JSON with `--json`)
 //! goes to stdout.
@@ -14,6 +17,7 @@
 pub mod consumer;
 pub mod producer;
 pub mod stats;
+pub mod topics;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -35,9 +39,13 @@ use stats::{Counters, Latencies, Summary, progress_line};
     about = "Remoting-protocol load generator for sluice and Apache RocketMQ"
 )]
 pub struct Cli {
-    /// Producer or consumer.
+    /// Producer, consumer or topic creation.
     #[command(subcommand)]
     pub command: BenchCommand,
+    /// Runtime worker threads (OS threads that run the sender / puller tasks); default:
+    /// one per core.
+    #[arg(long = "io-threads", global = true)]
+    pub io_threads: Option<usize>,
 }
 
 /// The benchmarks.
@@ -47,6 +55,8 @@ pub enum BenchCommand {
     Producer(producer::ProducerArgs),
     /// Pull messages with long polling and measure end-to-end latency.
     Consumer(consumer::ConsumerArgs),
+    /// Create many topics at once, timed.
+    Topics(topics::TopicsArgs),
 }
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or plain seconds.
@@ -159,10 +169,11 @@ where
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if let Some(n) = cli.io_threads.filter(|n| *n > 0) {
+        builder.worker_threads(n);
+    }
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("mqbench: cannot start the runtime: {e}");
@@ -175,6 +186,7 @@ where
         match &cli.command {
             BenchCommand::Producer(args) => producer::run(args, err).await,
             BenchCommand::Consumer(args) => consumer::run(args, err).await,
+            BenchCommand::Topics(args) => topics::run(args, err).await,
         }
     });
     let summary = match result {
@@ -187,6 +199,7 @@ where
     let json = match &cli.command {
         BenchCommand::Producer(a) => a.json,
         BenchCommand::Consumer(a) => a.json,
+        BenchCommand::Topics(a) => a.json,
     };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = print_summary(&mut stdout, &summary, json) {
@@ -195,11 +208,11 @@ where
     }
     if summary.messages == 0 {
         eprintln!(
-            "mqbench: no message was {}",
-            if summary.role == "producer" {
-                "sent"
-            } else {
-                "received"
+            "mqbench: {}",
+            match summary.role.as_str() {
+                "producer" => "no message was sent",
+                "consumer" => "no message was received",
+                _ => "no topic was created",
             }
         );
         return ExitCode::FAILURE;
@@ -275,6 +288,47 @@ mod tests {
         ])
         .unwrap();
         assert!(matches!(cli.command, BenchCommand::Consumer(ref c) if c.group == "G"));
+        let cli = Cli::try_parse_from([
+            "mqbench",
+            "topics",
+            "-n",
+            "x:1",
+            "-c",
+            "C",
+            "-t",
+            "T",
+            "--count",
+            "10000",
+            "--queues",
+            "1",
+            "--io-threads",
+            "2",
+        ])
+        .unwrap();
+        assert_eq!(cli.io_threads, Some(2));
+        assert!(
+            matches!(cli.command, BenchCommand::Topics(ref t) if t.count == 10_000 && t.queues == 1)
+        );
+        let cli = Cli::try_parse_from([
+            "mqbench",
+            "consumer",
+            "-t",
+            "T",
+            "--topics",
+            "3",
+            "--from",
+            "first",
+            "--catch-up",
+        ])
+        .unwrap();
+        assert!(
+            matches!(cli.command, BenchCommand::Consumer(ref c) if c.topics == 3 && c.catch_up)
+        );
+        assert_eq!(
+            producer::topic_names("T", 3),
+            vec!["T-0".to_owned(), "T-1".to_owned(), "T-2".to_owned()]
+        );
+        assert_eq!(producer::topic_names("T", 1), vec!["T".to_owned()]);
         assert!(Cli::try_parse_from(["mqbench", "producer", "-t", "T", "--mode", "fast"]).is_err());
     }
 }

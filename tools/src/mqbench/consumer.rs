@@ -33,9 +33,12 @@ pub struct ConsumerArgs {
     /// Name server address list.
     #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR")]
     pub namesrv: Option<String>,
-    /// Topic.
+    /// Topic (with `--topics N`, N > 1: `TOPIC-0` .. `TOPIC-(N-1)`).
     #[arg(short = 't', long = "topic", default_value = "BenchmarkTest")]
     pub topic: String,
+    /// Number of topics to consume.
+    #[arg(long = "topics", default_value_t = 1)]
+    pub topics: usize,
     /// Consumer group.
     #[arg(short = 'g', long = "group", default_value = "mqbench_consumer")]
     pub group: String,
@@ -51,6 +54,10 @@ pub struct ConsumerArgs {
     /// Long-polling suspend time in milliseconds.
     #[arg(long = "suspend-ms", default_value_t = 15_000)]
     pub suspend_ms: i64,
+    /// Stop each queue once it reaches the max offset it had at the start, and the run
+    /// once every queue has (or `--duration` passes): a backlog catch-up read, timed.
+    #[arg(long = "catch-up")]
+    pub catch_up: bool,
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
@@ -64,6 +71,8 @@ struct QueueLoop {
     group: String,
     queue_id: i32,
     offset: i64,
+    /// With `--catch-up`: where this queue is done.
+    until: Option<i64>,
     pull_batch: i32,
     suspend_ms: i64,
     recorder: Recorder,
@@ -75,6 +84,9 @@ impl QueueLoop {
         let rpc_timeout = Duration::from_millis(u64::try_from(self.suspend_ms).unwrap_or(15_000))
             + Duration::from_secs(15);
         while !self.run.stopped() {
+            if self.until.is_some_and(|end| self.offset >= end) {
+                return;
+            }
             let header = PullMessageRequestHeader {
                 consumer_group: self.group.clone(),
                 topic: self.topic.clone(),
@@ -137,38 +149,42 @@ pub async fn run(
     }
     let client = Client::new(namesrv, DEFAULT_TIMEOUT);
     let topic = args.topic.trim().to_owned();
-    let route = client.fetch_route(&topic).await?;
     let run = Arc::new(Run::default());
     let mut loops = Vec::new();
-    for q in &route.queue_datas {
-        if !perm::is_readable(q.perm) {
-            continue;
-        }
-        let Some(addr) = route
-            .broker_datas
-            .iter()
-            .find(|b| b.broker_name == q.broker_name)
-            .and_then(select_addr)
-        else {
-            continue;
-        };
-        for queue_id in 0..q.read_queue_nums {
-            let offset = match args.from {
-                StartFrom::Last => client.max_offset(addr, &topic, queue_id).await?,
-                StartFrom::First => client.min_offset(addr, &topic, queue_id).await?,
+    for name in super::producer::topic_names(&topic, args.topics) {
+        let route = client.fetch_route(&name).await?;
+        for q in &route.queue_datas {
+            if !perm::is_readable(q.perm) {
+                continue;
+            }
+            let Some(addr) = route
+                .broker_datas
+                .iter()
+                .find(|b| b.broker_name == q.broker_name)
+                .and_then(select_addr)
+            else {
+                continue;
             };
-            loops.push(QueueLoop {
-                run: Arc::clone(&run),
-                client: client.clone(),
-                addr: addr.to_owned(),
-                topic: topic.clone(),
-                group: args.group.clone(),
-                queue_id,
-                offset,
-                pull_batch: args.pull_batch,
-                suspend_ms: args.suspend_ms,
-                recorder: run.latencies.recorder(),
-            });
+            for queue_id in 0..q.read_queue_nums {
+                let max = client.max_offset(addr, &name, queue_id).await?;
+                let offset = match args.from {
+                    StartFrom::Last => max,
+                    StartFrom::First => client.min_offset(addr, &name, queue_id).await?,
+                };
+                loops.push(QueueLoop {
+                    run: Arc::clone(&run),
+                    client: client.clone(),
+                    addr: addr.to_owned(),
+                    topic: name.clone(),
+                    group: args.group.clone(),
+                    queue_id,
+                    offset,
+                    until: args.catch_up.then_some(max),
+                    pull_batch: args.pull_batch,
+                    suspend_ms: args.suspend_ms,
+                    recorder: run.latencies.recorder(),
+                });
+            }
         }
     }
     if loops.is_empty() {
@@ -179,10 +195,12 @@ pub async fn run(
     }
     let _ = writeln!(
         err.lock(),
-        "mqbench consumer: topic={topic} group={} queues={} from={:?}",
+        "mqbench consumer: topic={topic} topics={} group={} queues={} from={:?} catch_up={}",
+        args.topics.max(1),
         args.group,
         loops.len(),
-        args.from
+        args.from,
+        args.catch_up
     );
     let started = Instant::now();
     let reporter = tokio::spawn(report_progress(
@@ -190,8 +208,18 @@ pub async fn run(
         "received",
         Arc::clone(&err),
     ));
-    let handles: Vec<_> = loops.into_iter().map(|l| tokio::spawn(l.run())).collect();
-    tokio::time::sleep(args.duration).await;
+    let mut handles: Vec<_> = loops.into_iter().map(|l| tokio::spawn(l.run())).collect();
+    if args.catch_up {
+        // Done when every queue loop has returned, or at the deadline.
+        let _ = tokio::time::timeout(args.duration, async {
+            for h in &mut handles {
+                let _ = h.await;
+            }
+        })
+        .await;
+    } else {
+        tokio::time::sleep(args.duration).await;
+    }
     run.stop.store(true, Ordering::Relaxed);
     let elapsed = started.elapsed();
     // Pulls parked in long polling are abandoned, not awaited.
@@ -205,6 +233,8 @@ pub async fn run(
         "consumer",
         settings([
             ("topic", topic),
+            ("topics", args.topics.max(1).to_string()),
+            ("catch_up", args.catch_up.to_string()),
             ("group", args.group.clone()),
             ("from", format!("{:?}", args.from).to_lowercase()),
             ("pull_batch", args.pull_batch.to_string()),

@@ -39,9 +39,14 @@ pub struct ProducerArgs {
     /// Name server address list.
     #[arg(short = 'n', long = "namesrv", env = "NAMESRV_ADDR")]
     pub namesrv: Option<String>,
-    /// Topic (created by the broker on first send if it allows auto-create).
+    /// Topic (created by the broker on first send if it allows auto-create). With
+    /// `--topics N` (N > 1) the topics are `TOPIC-0` .. `TOPIC-(N-1)`, as `mqbench topics`
+    /// creates them.
     #[arg(short = 't', long = "topic", default_value = "BenchmarkTest")]
     pub topic: String,
+    /// Number of topics to spread the sends over (round robin over every queue of each).
+    #[arg(long = "topics", default_value_t = 1)]
+    pub topics: usize,
     /// Body size in bytes.
     #[arg(long = "size", default_value_t = 1024)]
     pub size: usize,
@@ -80,10 +85,17 @@ pub struct ProducerArgs {
     pub json: bool,
 }
 
+/// One queue to send to, with its topic.
+#[derive(Debug, Clone)]
+struct Target {
+    topic: Arc<str>,
+    queue: PublishQueue,
+}
+
 struct Worker {
     run: Arc<Run>,
     client: Client,
-    queues: Arc<Vec<PublishQueue>>,
+    queues: Arc<Vec<Target>>,
     ids: Arc<UniqIdGenerator>,
     body: Bytes,
     args: Arc<ArgsView>,
@@ -93,7 +105,6 @@ struct Worker {
 
 /// The options a worker needs (cheap to share).
 struct ArgsView {
-    topic: String,
     group: String,
     tag: Option<String>,
     batch: usize,
@@ -123,6 +134,7 @@ impl Worker {
     /// The request for the next send: header and body.
     fn next_request(
         &self,
+        topic: &str,
         queue: &PublishQueue,
     ) -> Result<(
         remoting::protocol::broker::SendMessageRequestHeaderV2,
@@ -134,7 +146,7 @@ impl Worker {
         if a.batch <= 1 {
             let props = message_properties(a.tag.as_deref(), None, &self.ids.next_at(now));
             return Ok((
-                send_header(&a.group, &a.topic, queue, &props, now, false),
+                send_header(&a.group, topic, queue, &props, now, false),
                 self.body.clone(),
                 false,
             ));
@@ -150,7 +162,7 @@ impl Worker {
         encode_batch(&entries, &mut buf)?;
         let props = batch_header_properties();
         Ok((
-            send_header(&a.group, &a.topic, queue, &props, now, true),
+            send_header(&a.group, topic, queue, &props, now, true),
             buf.freeze(),
             true,
         ))
@@ -193,9 +205,10 @@ impl Worker {
                 tokio::time::sleep_until(next_at).await;
                 next_at += pace;
             }
-            let queue = &self.queues[seq % self.queues.len()];
+            let target = &self.queues[seq % self.queues.len()];
+            let queue = &target.queue;
             seq = seq.wrapping_add(a.threads);
-            let (header, body, batch) = match self.next_request(queue) {
+            let (header, body, batch) = match self.next_request(&target.topic, queue) {
                 Ok(r) => r,
                 Err(e) => {
                     self.run
@@ -299,15 +312,8 @@ pub async fn run(
             )
         })
         .collect();
-    let (queues, auto_create) = publish_queues(&clients[0], args.topic.trim()).await?;
-    if auto_create {
-        let _ = writeln!(
-            err.lock(),
-            "topic {} has no route yet: sending through TBW102 ({} queues), the broker creates it",
-            args.topic.trim(),
-            queues.len()
-        );
-    }
+    let topics = topic_names(args.topic.trim(), args.topics);
+    let queues = lookup_targets(&clients[0], &topics, &err).await?;
     let queues = Arc::new(queues);
     let pace = args.rate.filter(|r| *r > 0).map(|rate| {
         // Each worker sends `batch` messages per request.
@@ -315,7 +321,6 @@ pub async fn run(
         Duration::from_secs_f64(1.0 / per_worker.max(1e-6))
     });
     let view = Arc::new(ArgsView {
-        topic: args.topic.trim().to_owned(),
         group: args.group.clone(),
         tag: args.tag.clone(),
         batch: args.batch,
@@ -334,8 +339,9 @@ pub async fn run(
     let body = Bytes::from(vec![b'x'; args.size]);
     let _ = writeln!(
         err.lock(),
-        "mqbench producer: topic={} queues={} size={} threads={} mode={:?} batch={} connections={} rate={}",
-        view.topic,
+        "mqbench producer: topic={} topics={} queues={} size={} threads={} mode={:?} batch={} connections={} rate={}",
+        args.topic.trim(),
+        topics.len(),
         queues.len(),
         args.size,
         args.threads,
@@ -374,7 +380,8 @@ pub async fn run(
     Ok(Summary::new(
         "producer",
         settings([
-            ("topic", view.topic.clone()),
+            ("topic", args.topic.trim().to_owned()),
+            ("topics", topics.len().to_string()),
             ("size", args.size.to_string()),
             ("threads", args.threads.to_string()),
             ("mode", format!("{:?}", args.mode).to_lowercase()),
@@ -390,4 +397,64 @@ pub async fn run(
         &run.counters,
         &run.latencies.total(),
     ))
+}
+
+/// `[topic]` for one topic, `topic-0 .. topic-(n-1)` for more.
+#[must_use]
+pub fn topic_names(topic: &str, n: usize) -> Vec<String> {
+    if n <= 1 {
+        vec![topic.to_owned()]
+    } else {
+        (0..n).map(|i| format!("{topic}-{i}")).collect()
+    }
+}
+
+/// Route lookups of many topics at once (at most this many in flight).
+const ROUTE_LOOKUPS_IN_FLIGHT: usize = 32;
+
+/// The writable queues of every topic, topic by topic. Topics without a route go through
+/// TBW102 (the broker creates them on first send).
+async fn lookup_targets(
+    client: &Client,
+    topics: &[String],
+    err: &Arc<parking_lot::Mutex<Box<dyn Write + Send>>>,
+) -> Result<Vec<Target>> {
+    type Lookup = Result<(Vec<PublishQueue>, bool)>;
+    let mut results: Vec<Option<Lookup>> = (0..topics.len()).map(|_| None).collect();
+    let mut pending = tokio::task::JoinSet::new();
+    let mut next = 0;
+    while next < topics.len() || !pending.is_empty() {
+        while next < topics.len() && pending.len() < ROUTE_LOOKUPS_IN_FLIGHT {
+            let (client, topic, i) = (client.clone(), topics[next].clone(), next);
+            pending.spawn(async move { (i, publish_queues(&client, &topic).await) });
+            next += 1;
+        }
+        if let Some(Ok((i, r))) = pending.join_next().await {
+            results[i] = Some(r);
+        }
+    }
+    let mut targets = Vec::new();
+    let mut auto_created = 0usize;
+    for (topic, r) in topics.iter().zip(results) {
+        let Some(r) = r else {
+            return Err(ToolsError::Usage(format!(
+                "route lookup of {topic} did not finish"
+            )));
+        };
+        let (queues, auto_create) = r?;
+        auto_created += usize::from(auto_create);
+        let topic: Arc<str> = Arc::from(topic.as_str());
+        targets.extend(queues.into_iter().map(|queue| Target {
+            topic: Arc::clone(&topic),
+            queue,
+        }));
+    }
+    if auto_created > 0 {
+        let _ = writeln!(
+            err.lock(),
+            "{auto_created} of {} topic(s) have no route yet: sending through TBW102, the broker creates them",
+            topics.len()
+        );
+    }
+    Ok(targets)
 }
