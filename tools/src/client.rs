@@ -22,6 +22,7 @@ use remoting::protocol::broker::{
     SearchOffsetRequestHeader, SearchOffsetResponseHeader, SendMessageRequestHeaderV2,
     SendMessageResponseHeader, UpdateConsumerOffsetRequestHeader, ViewMessageRequestHeader,
 };
+use remoting::protocol::constants::UNIQUE_KEY_QUERY;
 use remoting::protocol::namesrv::{GetRouteInfoRequestHeader, GetTopicsByClusterRequestHeader};
 use remoting::protocol::route::{ClusterInfo, TopicRouteData};
 use remoting::{CommandHeader, RemotingClient, RemotingCommand, RequestCode, ResponseCode};
@@ -34,21 +35,7 @@ use crate::message::{self, StoredMessage};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Pull sysFlag bits (`PullSysFlag`).
-pub mod pull_flag {
-    /// Commit the offset in the request.
-    pub const COMMIT_OFFSET: i32 = 0x1;
-    /// Long polling: hold the request until a message arrives.
-    pub const SUSPEND: i32 = 0x2;
-    /// The request carries its subscription.
-    pub const SUBSCRIPTION: i32 = 0x4;
-    /// Class filter (unused).
-    pub const CLASS_FILTER: i32 = 0x8;
-    /// Lite pull consumer.
-    pub const LITE_PULL: i32 = 0x10;
-}
-
-/// ExtField that marks a QUERY_MESSAGE key as a `UNIQ_KEY`.
-pub const UNIQUE_KEY_QUERY: &str = "_UNIQUE_KEY_QUERY";
+pub use remoting::protocol::constants::pull_sys_flag as pull_flag;
 
 /// Outcome of a pull (`PullStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

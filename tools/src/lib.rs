@@ -5,8 +5,8 @@
 //! - [`client`]: async client over `remoting::RemotingClient` — name server lookups with a
 //!   route cache, send / batch send / pull / query / view, consumer offsets.
 //! - [`admin`]: broker and name server admin calls, cluster lookups.
-//! - [`message`]: stored-message decoder (pull/query/view bodies), properties, message
-//!   ids (offset id, `UNIQ_KEY`), the client batch body.
+//! - [`message`]: stored messages of pull/query/view bodies (over the store crate's
+//!   record codec), properties, message ids (offset id, `UNIQ_KEY`), the client batch body.
 //! - [`mqadmin`]: the `mqadmin` sub commands, RocketMQ's names, flags and output.
 //! - [`mqbench`]: the `mqbench` producer and consumer benchmarks.
 //! - [`publish`]: writable queues of a topic, send headers and message properties.

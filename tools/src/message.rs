@@ -1,72 +1,33 @@
-//! Messages as tools see them: the stored-message decoder for pull, QUERY_MESSAGE and
+//! Messages as tools see them: the stored messages of pull, QUERY_MESSAGE and
 //! VIEW_MESSAGE_BY_ID bodies, properties, message ids and the client batch body.
 //!
-//! The decoder is sans-io and total: any byte string gives either messages or a
-//! [`DecodeError`] naming the field and offset, never a panic (proptested). The store
-//! crate owns the writer side; this is the reader a client needs.
-//!
-//! Stored record (big-endian; offsets for IPv4 born and store hosts):
-//!
-//! | off | size | field |
-//! |---|---|---|
-//! | 0 | 4 | TOTALSIZE (whole record) |
-//! | 4 | 4 | MAGICCODE: `0xDAA320A7` v1, `0xDAA320AB` v2 (2-byte topic length) |
-//! | 8 | 4 | BODYCRC (CRC32 of the stored body, masked to 31 bits) |
-//! | 12 | 4 | QUEUEID |
-//! | 16 | 4 | FLAG |
-//! | 20 | 8 | QUEUEOFFSET |
-//! | 28 | 8 | PHYSICALOFFSET (CommitLog offset) |
-//! | 36 | 4 | SYSFLAG ([`sys_flag`]) |
-//! | 40 | 8 | BORNTIMESTAMP |
-//! | 48 | 8 / 20 | BORNHOST: IPv4 + int32 port, or IPv6 (sysFlag 0x10) + port |
-//! | 56 | 8 | STORETIMESTAMP |
-//! | 64 | 8 / 20 | STOREHOST: IPv4 or IPv6 (sysFlag 0x20) + port |
-//! | 72 | 4 | RECONSUMETIMES |
-//! | 76 | 8 | PREPARED TRANSACTION OFFSET |
-//! | 84 | 4 + n | BODY length + bytes (zlib when sysFlag 0x1 and compression type 0 or 3) |
-//! | | 1 + n / 2 + n | TOPIC length (v1 1 byte, v2 2 bytes) + UTF-8 |
-//! | | 2 + n | PROPERTIES length + UTF-8 ([`properties`]) |
+//! Records are decoded by the store's codec ([`store::record::decode`], whose
+//! `RecordFields` documents the byte layout); this module adds what a client-side reader
+//! needs on top: an owned [`StoredMessage`] with the body inflated (zlib when sysFlag
+//! 0x1 and compression type 0 or 3; LZ4 and ZSTD are flagged, not decompressed), the
+//! [`Properties`] map, and errors that say which record of the body failed. Decoding is
+//! total: any byte string gives either messages or a [`DecodeError`], never a panic
+//! (proptested).
 
 pub mod batch;
 pub mod id;
 pub mod properties;
 
 use std::io::Read;
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::SocketAddr;
 
 use bytes::Bytes;
+use store::record::{self, Record, RecordError};
 use thiserror::Error;
 
 pub use id::{OffsetMsgId, UniqIdGenerator};
 pub use properties::Properties;
 
-/// Magic of a v1 record (1-byte topic length).
-pub const MAGIC_V1: i32 = 0xDAA3_20A7_u32 as i32;
-/// Magic of a v2 record (2-byte topic length; 5.x, topics over 127 bytes).
-pub const MAGIC_V2: i32 = 0xDAA3_20AB_u32 as i32;
-/// Magic of the blank record that ends a CommitLog file.
-pub const BLANK_MAGIC: i32 = 0xCBD4_3194_u32 as i32;
-/// The smallest possible record: IPv4 hosts, empty body, 1-char topic, no properties.
-pub const MIN_RECORD_SIZE: usize = 92;
-
-/// Bits of the message sysFlag (`MessageSysFlag`). Not the pull sysFlag.
+/// Bits of the message sysFlag (`MessageSysFlag`, the store's), plus the compression
+/// type a reader needs. Not the pull sysFlag.
 pub mod sys_flag {
-    /// Body compressed.
-    pub const COMPRESSED: i32 = 0x1;
-    /// Set by the broker for MULTI_TAG topics.
-    pub const MULTI_TAGS: i32 = 0x2;
-    /// Transaction type mask.
-    pub const TRANSACTION_MASK: i32 = 0xC;
-    /// Half message.
-    pub const TRANSACTION_PREPARED: i32 = 0x4;
-    /// Committed.
-    pub const TRANSACTION_COMMIT: i32 = 0x8;
-    /// Rolled back.
-    pub const TRANSACTION_ROLLBACK: i32 = 0xC;
-    /// Born host is IPv6.
-    pub const BORNHOST_V6: i32 = 0x10;
-    /// Store host is IPv6.
-    pub const STOREHOST_V6: i32 = 0x20;
+    pub use store::record::sys_flag::*;
+
     /// Compression type bits (8..=10).
     pub const COMPRESSION_TYPE_MASK: i32 = 0x700;
 }
@@ -97,178 +58,49 @@ impl Compression {
     }
 }
 
-/// Bytes that are not a valid stored message (or batch entry).
+/// A pull / query / view body that does not decode into messages. `offset` is where
+/// the failing record starts in the body.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 #[non_exhaustive]
 pub enum DecodeError {
-    /// The buffer ends inside a field.
-    #[error("truncated at {field} (record at byte {offset}): need {need} bytes, {have} left")]
+    /// The body ends inside a record (its head, or before the TOTALSIZE it declares).
+    #[error("record at byte {offset} is truncated: the body ends {have} bytes into it")]
     Truncated {
-        /// Start of the record in the buffer.
+        /// Start of the record.
         offset: usize,
-        /// Field being read.
-        field: &'static str,
-        /// Bytes needed.
-        need: usize,
-        /// Bytes left.
+        /// Bytes of it the body holds.
         have: usize,
     },
-    /// TOTALSIZE out of range for the buffer.
-    #[error("record at byte {offset} claims size {size}")]
-    BadSize {
+    /// The bytes are not a valid stored record.
+    #[error("record at byte {offset}: {source}")]
+    Record {
         /// Start of the record.
         offset: usize,
-        /// The size it claims.
-        size: i64,
+        /// What the store's decoder found wrong.
+        source: RecordError,
     },
-    /// Not a v1/v2 message magic.
-    #[error("record at byte {offset} has magic {magic:#010x}, not a message")]
-    BadMagic {
+    /// A CommitLog end-of-file marker where a message should be.
+    #[error("record at byte {offset} is a blank end-of-file marker, not a message")]
+    Blank {
         /// Start of the record.
         offset: usize,
-        /// The magic found.
-        magic: u32,
     },
-    /// A negative length.
-    #[error("{field} length {len} is negative (record at byte {offset})")]
-    NegativeLength {
+    /// The properties string is not UTF-8.
+    #[error("PROPERTIES is not UTF-8 (record at byte {offset})")]
+    PropertiesNotUtf8 {
         /// Start of the record.
         offset: usize,
-        /// Field.
-        field: &'static str,
-        /// Length read.
-        len: i32,
-    },
-    /// A port outside 0..=65535.
-    #[error("{field} port {port} out of range (record at byte {offset})")]
-    BadPort {
-        /// Start of the record.
-        offset: usize,
-        /// Field.
-        field: &'static str,
-        /// Port read.
-        port: i32,
-    },
-    /// Topic or properties not UTF-8.
-    #[error("{field} is not UTF-8 (record at byte {offset})")]
-    NotUtf8 {
-        /// Start of the record.
-        offset: usize,
-        /// Field.
-        field: &'static str,
-    },
-    /// Fields run past TOTALSIZE.
-    #[error("record at byte {offset}: fields take {used} bytes, TOTALSIZE is {size}")]
-    Overrun {
-        /// Start of the record.
-        offset: usize,
-        /// Bytes the fields need.
-        used: usize,
-        /// TOTALSIZE.
-        size: usize,
     },
 }
 
-/// A bounds-checked big-endian reader over one record; errors carry the record offset.
-pub(crate) struct Reader<'a> {
-    buf: &'a [u8],
-    pos: usize,
-    record: usize,
-}
-
-impl<'a> Reader<'a> {
-    pub(crate) fn new(buf: &'a [u8], record: usize) -> Self {
-        Reader {
-            buf,
-            pos: 0,
-            record,
-        }
-    }
-
-    pub(crate) fn bytes(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], DecodeError> {
-        let have = self.buf.len() - self.pos;
-        if n > have {
-            return Err(DecodeError::Truncated {
-                offset: self.record,
-                field,
-                need: n,
-                have,
-            });
-        }
-        let out = &self.buf[self.pos..self.pos + n];
-        self.pos += n;
-        Ok(out)
-    }
-
-    pub(crate) fn skip(&mut self, n: usize, field: &'static str) -> Result<(), DecodeError> {
-        self.bytes(n, field).map(|_| ())
-    }
-
-    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], DecodeError> {
-        let mut out = [0u8; N];
-        out.copy_from_slice(self.bytes(N, field)?);
-        Ok(out)
-    }
-
-    pub(crate) fn u8(&mut self, field: &'static str) -> Result<u8, DecodeError> {
-        Ok(self.array::<1>(field)?[0])
-    }
-
-    pub(crate) fn u16(&mut self, field: &'static str) -> Result<u16, DecodeError> {
-        Ok(u16::from_be_bytes(self.array(field)?))
-    }
-
-    pub(crate) fn i32(&mut self, field: &'static str) -> Result<i32, DecodeError> {
-        Ok(i32::from_be_bytes(self.array(field)?))
-    }
-
-    pub(crate) fn i64(&mut self, field: &'static str) -> Result<i64, DecodeError> {
-        Ok(i64::from_be_bytes(self.array(field)?))
-    }
-
-    /// An int32 length that must not be negative.
-    pub(crate) fn len_i32(&mut self, field: &'static str) -> Result<usize, DecodeError> {
-        let len = self.i32(field)?;
-        usize::try_from(len).map_err(|_| DecodeError::NegativeLength {
-            offset: self.record,
-            field,
-            len,
-        })
-    }
-
-    fn host(&mut self, v6: bool, field: &'static str) -> Result<SocketAddr, DecodeError> {
-        let ip = if v6 {
-            IpAddr::V6(Ipv6Addr::from(self.array::<16>(field)?))
-        } else {
-            IpAddr::V4(Ipv4Addr::from(self.array::<4>(field)?))
-        };
-        let port = self.i32(field)?;
-        let port = u16::try_from(port).map_err(|_| DecodeError::BadPort {
-            offset: self.record,
-            field,
-            port,
-        })?;
-        Ok(SocketAddr::new(ip, port))
-    }
-
-    fn utf8(&mut self, n: usize, field: &'static str) -> Result<String, DecodeError> {
-        let raw = self.bytes(n, field)?;
-        std::str::from_utf8(raw)
-            .map(str::to_owned)
-            .map_err(|_| DecodeError::NotUtf8 {
-                offset: self.record,
-                field,
-            })
-    }
-}
-
-/// One stored message, every field decoded (`MessageExt` as a client sees it).
+/// One stored message, every field decoded (`MessageExt` as a client sees it). Numbers
+/// keep the signed types RocketMQ's wire format and Java's `toString` use.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StoredMessage {
     /// TOTALSIZE.
     pub store_size: i32,
-    /// MAGICCODE ([`MAGIC_V1`] or [`MAGIC_V2`]).
-    pub magic: i32,
+    /// MAGICCODE ([`record::MESSAGE_MAGIC_CODE`] or [`record::MESSAGE_MAGIC_CODE_V2`]).
+    pub magic: u32,
     /// BODYCRC as stored.
     pub body_crc: i32,
     /// Queue id.
@@ -305,6 +137,38 @@ pub struct StoredMessage {
 }
 
 impl StoredMessage {
+    /// The owned view of a record the store's codec decoded at byte `at` of a body.
+    ///
+    /// # Errors
+    /// [`DecodeError::PropertiesNotUtf8`].
+    // The `as` casts reinterpret the wire's signed fields bit for bit, as RocketMQ reads
+    // them (TOTALSIZE is at most i32::MAX, the store's decoder checks).
+    pub fn from_record(m: &record::StoredMessage<'_>, at: usize) -> Result<Self, DecodeError> {
+        let properties = std::str::from_utf8(m.properties)
+            .map_err(|_| DecodeError::PropertiesNotUtf8 { offset: at })?;
+        let (body, body_compressed) = inflate_body(m.sys_flag, m.body);
+        Ok(StoredMessage {
+            store_size: m.total_size as i32,
+            magic: m.magic,
+            body_crc: m.body_crc as i32,
+            queue_id: m.queue_id,
+            flag: m.flag,
+            queue_offset: m.queue_offset as i64,
+            commit_log_offset: m.physical_offset as i64,
+            sys_flag: m.sys_flag,
+            born_timestamp: m.born_timestamp,
+            born_host: m.born_host,
+            store_timestamp: m.store_timestamp,
+            store_host: m.store_host,
+            reconsume_times: m.reconsume_times,
+            prepared_transaction_offset: m.prepared_transaction_offset,
+            body,
+            body_compressed,
+            topic: m.topic.to_owned(),
+            properties: Properties::decode(properties),
+        })
+    }
+
     /// The offset msg id (store host + CommitLog offset).
     #[must_use]
     pub fn offset_msg_id(&self) -> String {
@@ -336,154 +200,95 @@ impl StoredMessage {
     }
 }
 
+/// The record at the start of `buf` (byte `at` of the body), borrowed; a truncated
+/// record or a BLANK marker is an error here, where a CommitLog reader would wait or
+/// move to the next file.
+fn decode_record(buf: &[u8], at: usize) -> Result<record::StoredMessage<'_>, DecodeError> {
+    match record::decode(buf) {
+        Ok(Some(Record::Message(m))) => Ok(m),
+        Ok(Some(Record::Blank { .. })) => Err(DecodeError::Blank { offset: at }),
+        Ok(None) => Err(DecodeError::Truncated {
+            offset: at,
+            have: buf.len(),
+        }),
+        Err(source) => Err(DecodeError::Record { offset: at, source }),
+    }
+}
+
+/// The records of a body, back to back, each with its byte offset; stops after the
+/// first error.
+fn records(
+    mut buf: &[u8],
+) -> impl Iterator<Item = Result<(usize, record::StoredMessage<'_>), DecodeError>> {
+    let mut at = 0;
+    std::iter::from_fn(move || {
+        if buf.is_empty() {
+            return None;
+        }
+        match decode_record(buf, at) {
+            Ok(m) => {
+                let start = at;
+                // decode checked that the record lies within `buf`.
+                let size = m.total_size as usize;
+                buf = &buf[size..];
+                at += size;
+                Some(Ok((start, m)))
+            }
+            Err(e) => {
+                buf = &[];
+                Some(Err(e))
+            }
+        }
+    })
+}
+
 /// Decodes the record at the start of `buf`; returns it and its size.
 /// `at` is the position of `buf` in the whole body, for error messages.
 ///
 /// # Errors
 /// See [`DecodeError`].
 pub fn decode_one(buf: &[u8], at: usize) -> Result<(StoredMessage, usize), DecodeError> {
-    let mut head = Reader::new(buf, at);
-    let store_size = head.i32("TOTALSIZE")?;
-    let size = usize::try_from(store_size)
-        .ok()
-        .filter(|s| *s >= MIN_RECORD_SIZE && *s <= buf.len())
-        .ok_or(DecodeError::BadSize {
-            offset: at,
-            size: i64::from(store_size),
-        })?;
-    let record = &buf[..size];
-    let mut r = Reader::new(record, at);
-    r.skip(4, "TOTALSIZE")?;
-    let magic = r.i32("MAGICCODE")?;
-    if magic != MAGIC_V1 && magic != MAGIC_V2 {
-        return Err(DecodeError::BadMagic {
-            offset: at,
-            magic: u32::from_be_bytes(magic.to_be_bytes()),
-        });
-    }
-    let body_crc = r.i32("BODYCRC")?;
-    let queue_id = r.i32("QUEUEID")?;
-    let flag = r.i32("FLAG")?;
-    let queue_offset = r.i64("QUEUEOFFSET")?;
-    let commit_log_offset = r.i64("PHYSICALOFFSET")?;
-    let sys_flag = r.i32("SYSFLAG")?;
-    let born_timestamp = r.i64("BORNTIMESTAMP")?;
-    let born_host = r.host(sys_flag & sys_flag::BORNHOST_V6 != 0, "BORNHOST")?;
-    let store_timestamp = r.i64("STORETIMESTAMP")?;
-    let store_host = r.host(sys_flag & sys_flag::STOREHOST_V6 != 0, "STOREHOSTADDRESS")?;
-    let reconsume_times = r.i32("RECONSUMETIMES")?;
-    let prepared_transaction_offset = r.i64("PREPARED_TRANSACTION_OFFSET")?;
-    let body_len = r.len_i32("BODY")?;
-    let raw_body = r.bytes(body_len, "BODY")?;
-    let topic_len = if magic == MAGIC_V2 {
-        usize::from(r.u16("TOPIC")?)
-    } else {
-        usize::from(r.u8("TOPIC")?)
-    };
-    let topic = r.utf8(topic_len, "TOPIC")?;
-    let prop_len = usize::from(r.u16("PROPERTIES")?);
-    let properties = Properties::decode(&r.utf8(prop_len, "PROPERTIES")?);
-
-    let (body, body_compressed) = if sys_flag & sys_flag::COMPRESSED != 0 {
-        match Compression::from_sys_flag(sys_flag) {
-            Compression::Zlib => match inflate(raw_body) {
-                Some(b) => (Bytes::from(b), None),
-                // Corrupt zlib: hand out what is stored rather than losing the message.
-                None => (Bytes::copy_from_slice(raw_body), Some(Compression::Zlib)),
-            },
-            other => (Bytes::copy_from_slice(raw_body), Some(other)),
-        }
-    } else {
-        (Bytes::copy_from_slice(raw_body), None)
-    };
-
-    Ok((
-        StoredMessage {
-            store_size,
-            magic,
-            body_crc,
-            queue_id,
-            flag,
-            queue_offset,
-            commit_log_offset,
-            sys_flag,
-            born_timestamp,
-            born_host,
-            store_timestamp,
-            store_host,
-            reconsume_times,
-            prepared_transaction_offset,
-            body,
-            body_compressed,
-            topic,
-            properties,
-        },
-        size,
-    ))
+    let m = decode_record(buf, at)?;
+    Ok((StoredMessage::from_record(&m, at)?, m.total_size as usize))
 }
 
 /// Decodes every record of a pull / query / view body.
 ///
 /// # Errors
 /// The first record that does not decode.
-pub fn decode_all(mut buf: &[u8]) -> Result<Vec<StoredMessage>, DecodeError> {
-    let mut out = Vec::new();
-    let mut at = 0;
-    while !buf.is_empty() {
-        let (msg, size) = decode_one(buf, at)?;
-        out.push(msg);
-        buf = &buf[size..];
-        at += size;
-    }
-    Ok(out)
+pub fn decode_all(buf: &[u8]) -> Result<Vec<StoredMessage>, DecodeError> {
+    records(buf)
+        .map(|r| r.and_then(|(at, m)| StoredMessage::from_record(&m, at)))
+        .collect()
 }
 
-/// Born timestamp and body length of every record, without copying bodies or parsing
-/// properties (mqbench's consumer measures end-to-end latency from these).
+/// Born timestamp and body length (as stored) of every record, without copying bodies
+/// or parsing properties (mqbench's consumer measures end-to-end latency from these).
 ///
 /// # Errors
-/// A record whose size, magic or body length is wrong.
-pub fn scan_records(mut buf: &[u8], out: &mut Vec<(i64, usize)>) -> Result<(), DecodeError> {
-    let mut at = 0;
-    while !buf.is_empty() {
-        let mut r = Reader::new(buf, at);
-        let size = r.i32("TOTALSIZE")?;
-        let size = usize::try_from(size)
-            .ok()
-            .filter(|s| *s >= MIN_RECORD_SIZE && *s <= buf.len())
-            .ok_or(DecodeError::BadSize {
-                offset: at,
-                size: i64::from(size),
-            })?;
-        let mut r = Reader::new(&buf[..size], at);
-        r.skip(4, "TOTALSIZE")?;
-        let magic = r.i32("MAGICCODE")?;
-        if magic != MAGIC_V1 && magic != MAGIC_V2 {
-            return Err(DecodeError::BadMagic {
-                offset: at,
-                magic: u32::from_be_bytes(magic.to_be_bytes()),
-            });
-        }
-        r.skip(28, "header")?;
-        let sys = r.i32("SYSFLAG")?;
-        let born = r.i64("BORNTIMESTAMP")?;
-        let born_host = if sys & sys_flag::BORNHOST_V6 != 0 {
-            20
-        } else {
-            8
-        };
-        let store_host = if sys & sys_flag::STOREHOST_V6 != 0 {
-            20
-        } else {
-            8
-        };
-        r.skip(born_host + 8 + store_host + 4 + 8, "hosts")?;
-        let body_len = r.len_i32("BODY")?;
-        out.push((born, body_len));
-        buf = &buf[size..];
-        at += size;
+/// The first record that does not decode.
+pub fn scan_records(buf: &[u8], out: &mut Vec<(i64, usize)>) -> Result<(), DecodeError> {
+    for r in records(buf) {
+        let (_, m) = r?;
+        out.push((m.born_timestamp, m.body.len()));
     }
     Ok(())
+}
+
+/// The body a reader shows, and the codec it is still compressed with if this tool
+/// could not inflate it.
+fn inflate_body(sys_flag: i32, raw: &[u8]) -> (Bytes, Option<Compression>) {
+    if sys_flag & sys_flag::COMPRESSED == 0 {
+        return (Bytes::copy_from_slice(raw), None);
+    }
+    match Compression::from_sys_flag(sys_flag) {
+        Compression::Zlib => match inflate(raw) {
+            Some(b) => (Bytes::from(b), None),
+            // Corrupt zlib: hand out what is stored rather than losing the message.
+            None => (Bytes::copy_from_slice(raw), Some(Compression::Zlib)),
+        },
+        other => (Bytes::copy_from_slice(raw), Some(other)),
+    }
 }
 
 /// Inflates a zlib stream, refusing to expand past 64 MiB (garbage must not exhaust memory).
@@ -497,49 +302,38 @@ fn inflate(raw: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    //! A stored-record writer for tests, straight from the layout table.
+    //! Stored records for tests, written by the store's encoder.
     use super::*;
-    use bytes::{BufMut, BytesMut};
 
-    /// Encodes `m` as a broker would store it (body as given, CRC computed).
+    /// Encodes `m` as a broker would store it (body, CRC and magic as given; the magic
+    /// must be the one the topic length calls for).
     pub(crate) fn encode_stored(m: &StoredMessage) -> Vec<u8> {
-        let mut b = BytesMut::new();
-        b.put_i32(0);
-        b.put_i32(m.magic);
-        b.put_i32(m.body_crc);
-        b.put_i32(m.queue_id);
-        b.put_i32(m.flag);
-        b.put_i64(m.queue_offset);
-        b.put_i64(m.commit_log_offset);
-        b.put_i32(m.sys_flag);
-        b.put_i64(m.born_timestamp);
-        put_host(&mut b, m.born_host);
-        b.put_i64(m.store_timestamp);
-        put_host(&mut b, m.store_host);
-        b.put_i32(m.reconsume_times);
-        b.put_i64(m.prepared_transaction_offset);
-        b.put_i32(i32::try_from(m.body.len()).expect("test body fits"));
-        b.put_slice(&m.body);
-        if m.magic == MAGIC_V2 {
-            b.put_u16(u16::try_from(m.topic.len()).expect("test topic fits"));
-        } else {
-            b.put_u8(u8::try_from(m.topic.len()).expect("test topic fits"));
-        }
-        b.put_slice(m.topic.as_bytes());
         let props = m.properties.encode();
-        b.put_u16(u16::try_from(props.len()).expect("test properties fit"));
-        b.put_slice(props.as_bytes());
-        let len = i32::try_from(b.len()).expect("test record fits");
-        b[..4].copy_from_slice(&len.to_be_bytes());
-        b.to_vec()
-    }
-
-    fn put_host(b: &mut BytesMut, addr: SocketAddr) {
-        match addr.ip() {
-            IpAddr::V4(ip) => b.put_slice(&ip.octets()),
-            IpAddr::V6(ip) => b.put_slice(&ip.octets()),
-        }
-        b.put_i32(i32::from(addr.port()));
+        let fields = record::RecordFields {
+            body_crc: m.body_crc as u32,
+            queue_id: m.queue_id,
+            flag: m.flag,
+            queue_offset: m.queue_offset as u64,
+            physical_offset: m.commit_log_offset as u64,
+            sys_flag: m.sys_flag,
+            born_timestamp: m.born_timestamp,
+            born_host: m.born_host,
+            store_timestamp: m.store_timestamp,
+            store_host: m.store_host,
+            reconsume_times: m.reconsume_times,
+            prepared_transaction_offset: m.prepared_transaction_offset,
+            body: &m.body,
+            topic: m.topic.as_bytes(),
+            properties: [props.as_bytes(), &[], &[]],
+        };
+        assert_eq!(
+            fields.needs_v2(),
+            m.magic == record::MESSAGE_MAGIC_CODE_V2,
+            "test message magic must match its topic length"
+        );
+        let mut buf = vec![0u8; fields.encoded_len().expect("test record fits")];
+        record::encode(&mut buf, &fields);
+        buf
     }
 
     /// A plausible message.
@@ -547,8 +341,8 @@ pub(crate) mod test_util {
         let body = Bytes::from_static(b"Hello RocketMQ");
         StoredMessage {
             store_size: 0,
-            magic: MAGIC_V1,
-            body_crc: i32::try_from(crc32fast::hash(&body) & 0x7FFF_FFFF).expect("masked"),
+            magic: record::MESSAGE_MAGIC_CODE,
+            body_crc: i32::try_from(record::body_crc(&body)).expect("masked"),
             queue_id: 3,
             flag: 0,
             queue_offset: 42,
@@ -581,6 +375,7 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::io::Write;
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
     /// Fixes `store_size` the way decode reports it.
     fn sized(mut m: StoredMessage, bytes: &[u8]) -> StoredMessage {
@@ -632,10 +427,10 @@ mod tests {
     #[test]
     fn ipv6_hosts_v2_magic_and_no_uniq_key() {
         let mut m = sample();
-        m.sys_flag = sys_flag::BORNHOST_V6 | sys_flag::STOREHOST_V6;
+        m.sys_flag = sys_flag::BORNHOST_V6 | sys_flag::STOREHOSTADDRESS_V6;
         m.born_host = "[fe80::1]:1234".parse().unwrap();
         m.store_host = "[::1]:10911".parse().unwrap();
-        m.magic = MAGIC_V2;
+        m.magic = record::MESSAGE_MAGIC_CODE_V2;
         m.topic = "T".repeat(200);
         m.properties.remove("UNIQ_KEY");
         let bytes = encode_stored(&m);
@@ -677,35 +472,62 @@ mod tests {
     #[test]
     fn errors_name_the_problem() {
         let good = encode_stored(&sample());
-        assert!(matches!(
+        assert_eq!(
             decode_all(&good[..10]),
-            Err(DecodeError::BadSize { offset: 0, .. })
-        ));
+            Err(DecodeError::Truncated {
+                offset: 0,
+                have: 10
+            })
+        );
         let mut bad = good.clone();
         bad[4] = 0;
         assert!(matches!(
             decode_all(&bad),
-            Err(DecodeError::BadMagic { .. })
+            Err(DecodeError::Record {
+                offset: 0,
+                source: RecordError::BadMagic(_)
+            })
         ));
         // A record after a good one: offsets point at it.
         let two = [good.clone(), good[..50].to_vec()].concat();
         assert!(matches!(
             decode_all(&two),
-            Err(DecodeError::BadSize { offset, .. }) if offset == good.len()
+            Err(DecodeError::Truncated { offset, have: 50 }) if offset == good.len()
         ));
-        // Body length pointing past TOTALSIZE.
-        let mut bad = good.clone();
-        bad[84..88].copy_from_slice(&1000i32.to_be_bytes());
-        assert!(matches!(
-            decode_all(&bad),
-            Err(DecodeError::Truncated { field: "BODY", .. })
-        ));
+        assert!(
+            decode_all(&two)
+                .unwrap_err()
+                .to_string()
+                .contains("truncated")
+        );
+        // Body length pointing past TOTALSIZE, or negative.
+        for len in [1000i32, -1] {
+            let mut bad = good.clone();
+            bad[84..88].copy_from_slice(&len.to_be_bytes());
+            assert_eq!(
+                decode_all(&bad),
+                Err(DecodeError::Record {
+                    offset: 0,
+                    source: RecordError::BadFieldLength
+                })
+            );
+        }
+        // A CommitLog end-of-file marker is not a message.
+        let mut blank = [0u8; 8];
+        record::encode_blank(&mut blank, 8);
+        let two = [good.clone(), blank.to_vec()].concat();
+        assert_eq!(
+            decode_all(&two),
+            Err(DecodeError::Blank { offset: good.len() })
+        );
+        // Properties that are not UTF-8 (the last byte of the record is in them).
         let mut bad = good;
-        bad[84..88].copy_from_slice(&(-1i32).to_be_bytes());
-        assert!(matches!(
+        let last = bad.len() - 1;
+        bad[last] = 0xFF;
+        assert_eq!(
             decode_all(&bad),
-            Err(DecodeError::NegativeLength { field: "BODY", .. })
-        ));
+            Err(DecodeError::PropertiesNotUtf8 { offset: 0 })
+        );
         assert_eq!(decode_all(&[]).unwrap(), vec![]);
     }
 
@@ -731,14 +553,14 @@ mod tests {
                 let (v4, p1, v6_store, v6, p2) = h;
                 let mut sys = 0;
                 let store_host = if v6_store {
-                    sys |= sys_flag::STOREHOST_V6;
+                    sys |= sys_flag::STOREHOSTADDRESS_V6;
                     SocketAddr::new(IpAddr::V6(Ipv6Addr::from(v6)), p2)
                 } else {
                     SocketAddr::new(IpAddr::V4(Ipv4Addr::from(v4)), p2)
                 };
                 StoredMessage {
                     store_size: 0,
-                    magic: MAGIC_V1,
+                    magic: record::MESSAGE_MAGIC_CODE,
                     body_crc: 0,
                     queue_id,
                     flag,

@@ -34,7 +34,7 @@ fn apache_533_pull_body() {
         assert_eq!(m.queue_id, 0);
         assert_eq!(m.queue_offset, i64::try_from(i).unwrap());
         assert_eq!(m.store_host, store);
-        assert_eq!(m.magic, message::MAGIC_V1);
+        assert_eq!(m.magic, store::record::MESSAGE_MAGIC_CODE);
         assert_eq!(m.properties.get("CLUSTER"), Some("BenchCluster"));
         // The broker adds these to every message it stores (5.3.3).
         assert_eq!(m.properties.get("MSG_REGION"), Some("DefaultRegion"));

@@ -11,9 +11,10 @@
 //! | 20+bodyLen | 2 | propLen, then the properties string ([`Properties`]) |
 
 use bytes::{BufMut, BytesMut};
+use store::record::MAX_PROPERTIES_LEN;
+use thiserror::Error;
 
-use crate::message::DecodeError;
-use crate::message::properties::{MAX_PROPERTIES_LEN, Properties};
+use crate::message::properties::Properties;
 
 /// Fixed bytes of one entry besides body and properties.
 pub const BATCH_ENTRY_OVERHEAD: usize = 22;
@@ -92,34 +93,126 @@ pub fn encode_batch(entries: &[BatchEntry], buf: &mut BytesMut) -> Result<(), Ba
     Ok(())
 }
 
+/// Bytes that are not a valid batch body. `offset` is where the failing entry starts.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+#[non_exhaustive]
+pub enum BatchDecodeError {
+    /// The body ends inside a field.
+    #[error("truncated at {field} (entry at byte {offset}): need {need} bytes, {have} left")]
+    Truncated {
+        /// Start of the entry.
+        offset: usize,
+        /// Field being read.
+        field: &'static str,
+        /// Bytes needed.
+        need: usize,
+        /// Bytes left.
+        have: usize,
+    },
+    /// TOTALSIZE out of range for the body.
+    #[error("entry at byte {offset} claims size {size}")]
+    BadSize {
+        /// Start of the entry.
+        offset: usize,
+        /// The size it claims.
+        size: i32,
+    },
+    /// A negative length.
+    #[error("{field} length {len} is negative (entry at byte {offset})")]
+    NegativeLength {
+        /// Start of the entry.
+        offset: usize,
+        /// Field.
+        field: &'static str,
+        /// Length read.
+        len: i32,
+    },
+    /// Properties not UTF-8.
+    #[error("PROPERTIES is not UTF-8 (entry at byte {offset})")]
+    NotUtf8 {
+        /// Start of the entry.
+        offset: usize,
+    },
+}
+
+/// A bounds-checked big-endian reader over one entry; errors carry the entry offset.
+struct Reader<'a> {
+    buf: &'a [u8],
+    pos: usize,
+    entry: usize,
+}
+
+impl<'a> Reader<'a> {
+    fn bytes(&mut self, n: usize, field: &'static str) -> Result<&'a [u8], BatchDecodeError> {
+        let have = self.buf.len() - self.pos;
+        if n > have {
+            return Err(BatchDecodeError::Truncated {
+                offset: self.entry,
+                field,
+                need: n,
+                have,
+            });
+        }
+        let out = &self.buf[self.pos..self.pos + n];
+        self.pos += n;
+        Ok(out)
+    }
+
+    fn array<const N: usize>(&mut self, field: &'static str) -> Result<[u8; N], BatchDecodeError> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.bytes(N, field)?);
+        Ok(out)
+    }
+
+    fn i32(&mut self, field: &'static str) -> Result<i32, BatchDecodeError> {
+        Ok(i32::from_be_bytes(self.array(field)?))
+    }
+
+    /// An int32 length that must not be negative.
+    fn len_i32(&mut self, field: &'static str) -> Result<usize, BatchDecodeError> {
+        let len = self.i32(field)?;
+        usize::try_from(len).map_err(|_| BatchDecodeError::NegativeLength {
+            offset: self.entry,
+            field,
+            len,
+        })
+    }
+}
+
 /// Decodes a batch body (what a broker does before storing each entry).
 ///
 /// # Errors
 /// Truncated or inconsistent entries, or properties that are not UTF-8.
-pub fn decode_batch(mut bytes: &[u8]) -> Result<Vec<BatchEntry>, DecodeError> {
+pub fn decode_batch(mut bytes: &[u8]) -> Result<Vec<BatchEntry>, BatchDecodeError> {
     let mut out = Vec::new();
     let mut at = 0usize;
     while !bytes.is_empty() {
-        let mut r = crate::message::Reader::new(bytes, at);
+        let mut r = Reader {
+            buf: bytes,
+            pos: 0,
+            entry: at,
+        };
         let total = r.i32("TOTALSIZE")?;
         let total = usize::try_from(total)
             .ok()
             .filter(|t| *t >= BATCH_ENTRY_OVERHEAD && *t <= bytes.len())
-            .ok_or(DecodeError::BadSize {
+            .ok_or(BatchDecodeError::BadSize {
                 offset: at,
-                size: i64::from(total),
+                size: total,
             })?;
-        let mut r = crate::message::Reader::new(&bytes[..total], at);
-        r.skip(12, "header")?;
+        let mut r = Reader {
+            buf: &bytes[..total],
+            pos: 0,
+            entry: at,
+        };
+        r.bytes(12, "header")?;
         let flag = r.i32("FLAG")?;
         let body_len = r.len_i32("BODY length")?;
         let body = r.bytes(body_len, "BODY")?.to_vec();
-        let prop_len = usize::from(r.u16("PROPERTIES length")?);
+        let prop_len = usize::from(u16::from_be_bytes(r.array("PROPERTIES length")?));
         let props = r.bytes(prop_len, "PROPERTIES")?;
-        let props = std::str::from_utf8(props).map_err(|_| DecodeError::NotUtf8 {
-            offset: at,
-            field: "PROPERTIES",
-        })?;
+        let props =
+            std::str::from_utf8(props).map_err(|_| BatchDecodeError::NotUtf8 { offset: at })?;
         out.push(BatchEntry {
             flag,
             body,

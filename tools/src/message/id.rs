@@ -35,17 +35,12 @@ pub struct OffsetMsgId {
 }
 
 impl OffsetMsgId {
-    /// Uppercase hex: 32 chars for an IPv4 store host, 56 for IPv6.
+    /// Uppercase hex: 32 chars for an IPv4 store host, 56 for IPv6 (the store's encoder,
+    /// which writes the id every send answers with).
     #[must_use]
     pub fn encode(&self) -> String {
-        let mut bytes = Vec::with_capacity(28);
-        match self.addr.ip() {
-            IpAddr::V4(ip) => bytes.extend_from_slice(&ip.octets()),
-            IpAddr::V6(ip) => bytes.extend_from_slice(&ip.octets()),
-        }
-        bytes.extend_from_slice(&i32::from(self.addr.port()).to_be_bytes());
-        bytes.extend_from_slice(&self.offset.to_be_bytes());
-        hex_upper(&bytes)
+        // The offset is an int64 on the wire: the same eight bytes either way.
+        store::record::offset_msg_id(&self.addr, self.offset as u64)
     }
 
     /// Decodes a 32- or 56-char hex id (either case).

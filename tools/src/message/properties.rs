@@ -1,5 +1,6 @@
 //! The message properties string (`MessageDecoder.messageProperties2String` /
-//! `string2messageProperties`): `key\u{1}value\u{2}key\u{1}value`, no trailing separator.
+//! `string2messageProperties`): `key\u{1}value\u{2}key\u{1}value`, no trailing separator,
+//! read and written by the store's codec ([`store::record::properties`]).
 //!
 //! [`Properties`] keeps insertion order, so what we encode is deterministic and what we
 //! decode prints in the order the producer wrote it; a repeated key keeps its first
@@ -7,25 +8,12 @@
 
 use std::fmt;
 
-/// Separates a key from its value (`NAME_VALUE_SEPARATOR`, char 1).
-pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
-/// Separates entries (`PROPERTY_SEPARATOR`, char 2).
-pub const PROPERTY_SEPARATOR: char = '\u{2}';
-/// The broker refuses a properties string longer than this (bytes, `Short.MAX_VALUE`).
-pub const MAX_PROPERTIES_LEN: usize = 32_767;
+use store::record::properties as codec;
 
-/// Well-known property keys (`MessageConst`).
+/// Well-known property keys (`MessageConst`): the store's, and those only clients use.
 pub mod keys {
-    /// User keys, space separated.
-    pub const KEYS: &str = "KEYS";
-    /// Tag.
-    pub const TAGS: &str = "TAGS";
-    /// Wait for the store (sync flush / sync replication); absent means true.
-    pub const WAIT: &str = "WAIT";
-    /// Delay level.
-    pub const DELAY: &str = "DELAY";
-    /// Client-generated unique id.
-    pub const UNIQ_KEY: &str = "UNIQ_KEY";
+    pub use store::record::properties::{DELAY, KEYS, TAGS, UNIQ_KEY, WAIT};
+
     /// Original topic of a retried message.
     pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
     /// Original topic of a delayed or half message.
@@ -103,39 +91,14 @@ impl Properties {
     /// check either; such an entry would not decode back).
     #[must_use]
     pub fn encode(&self) -> String {
-        let mut out = String::with_capacity(
-            self.entries
-                .iter()
-                .map(|(k, v)| k.len() + v.len() + 2)
-                .sum(),
-        );
-        for (i, (k, v)) in self.entries.iter().enumerate() {
-            if i > 0 {
-                out.push(PROPERTY_SEPARATOR);
-            }
-            out.push_str(k);
-            out.push(NAME_VALUE_SEPARATOR);
-            out.push_str(v);
-        }
-        out
+        codec::build(self.iter())
     }
 
-    /// Parses a properties string the way Java does: entries shorter than 3 chars, or
-    /// without a separator between a non-empty key and a non-empty value, are skipped.
+    /// Parses a properties string the way Java does (the store's parser): entries
+    /// without a separator between a non-empty key and a non-empty value are skipped.
     #[must_use]
     pub fn decode(text: &str) -> Self {
-        let mut props = Properties::new();
-        for entry in text.split(PROPERTY_SEPARATOR) {
-            if entry.chars().count() < 3 {
-                continue;
-            }
-            if let Some((k, v)) = entry.split_once(NAME_VALUE_SEPARATOR) {
-                if !k.is_empty() && !v.is_empty() {
-                    props.insert(k, v);
-                }
-            }
-        }
-        props
+        codec::iter(text).collect()
     }
 
     /// `TAGS`.
