@@ -8,7 +8,8 @@
 
 use bytes::{Bytes, BytesMut};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use remoting::{FrameDecoder, RemotingCommand, RequestCode, SerializeType};
+use remoting::protocol::broker::SendMessageRequestHeaderV2;
+use remoting::{CommandHeader, FrameDecoder, RemotingCommand, RequestCode, SerializeType};
 use std::hint::black_box;
 
 fn send_v2(ser: SerializeType) -> RemotingCommand {
@@ -57,6 +58,15 @@ fn codec(c: &mut Criterion) {
                 let mut buf = BytesMut::from(&wire[..]);
                 let frame = decoder.decode(&mut buf).unwrap().unwrap();
                 black_box(RemotingCommand::from_frame(frame).unwrap())
+            });
+        });
+        // What the broker does with every send: the frame, then the typed header.
+        group.bench_function(format!("decode+typed_header/{name}"), |b| {
+            b.iter(|| {
+                let mut buf = BytesMut::from(&wire[..]);
+                let frame = decoder.decode(&mut buf).unwrap().unwrap();
+                let cmd = RemotingCommand::from_frame(frame).unwrap();
+                black_box(SendMessageRequestHeaderV2::read_from(&cmd.header.ext_fields).unwrap())
             });
         });
         let mut out = BytesMut::with_capacity(4096);

@@ -10,11 +10,19 @@ use crate::header::ExtFields;
 
 /// A type that can be a field of a custom header.
 pub trait ExtField: Sized {
+    /// The field named `name` from its wire text (`None` when absent).
+    ///
+    /// # Errors
+    /// Missing (for required fields) or unparsable.
+    fn from_text(text: Option<&str>, name: &'static str) -> Result<Self, ExtFieldError>;
+
     /// Reads the field named `name`.
     ///
     /// # Errors
     /// Missing (for required fields) or unparsable.
-    fn read(ext: &ExtFields, name: &'static str) -> Result<Self, ExtFieldError>;
+    fn read(ext: &ExtFields, name: &'static str) -> Result<Self, ExtFieldError> {
+        Self::from_text(ext.get(name), name)
+    }
 
     /// Writes the field (nothing for `None`).
     fn write(&self, name: &'static str, ext: &mut ExtFields);
@@ -63,8 +71,8 @@ numeric_scalar!(i32, i64, f64);
 macro_rules! ext_field {
     ($($t:ty),*) => {$(
         impl ExtField for $t {
-            fn read(ext: &ExtFields, name: &'static str) -> Result<Self, ExtFieldError> {
-                let text = ext.get(name).ok_or(ExtFieldError::Missing(name))?;
+            fn from_text(text: Option<&str>, name: &'static str) -> Result<Self, ExtFieldError> {
+                let text = text.ok_or(ExtFieldError::Missing(name))?;
                 <$t as ExtScalar>::parse_ext(text).ok_or_else(|| ExtFieldError::Invalid {
                     field: name,
                     value: text.to_owned(),
@@ -76,8 +84,8 @@ macro_rules! ext_field {
         }
 
         impl ExtField for Option<$t> {
-            fn read(ext: &ExtFields, name: &'static str) -> Result<Self, ExtFieldError> {
-                match ext.get(name) {
+            fn from_text(text: Option<&str>, name: &'static str) -> Result<Self, ExtFieldError> {
+                match text {
                     None => Ok(None),
                     Some(text) => <$t as ExtScalar>::parse_ext(text).map(Some).ok_or_else(|| {
                         ExtFieldError::Invalid {
@@ -128,9 +136,18 @@ macro_rules! ext_header {
             }
 
             fn read_from(ext: &$crate::ExtFields) -> ::std::result::Result<Self, $crate::ExtFieldError> {
+                // One pass over the fields (keys are unique in ExtFields), not a lookup per
+                // field: a send header has 14 of them.
+                $(let mut $field: ::std::option::Option<&str> = None;)*
+                for (key, value) in ext.iter() {
+                    match key {
+                        $($wire => $field = Some(value),)*
+                        _ => {}
+                    }
+                }
                 let _ = ext;
                 Ok($name {
-                    $($field: $crate::ext_header::ExtField::read(ext, $wire)?,)*
+                    $($field: $crate::ext_header::ExtField::from_text($field, $wire)?,)*
                 })
             }
         }

@@ -189,6 +189,40 @@ impl ExtFields {
     }
 }
 
+/// Builds [`ExtFields`] while decoding a header: entries in wire order, a later duplicate
+/// replacing the earlier value, without scanning for duplicates on every entry. Keys seen
+/// are bits of a 64-bit filter (length and first byte); only a key whose bit is already set
+/// is looked up.
+pub(crate) struct ExtFieldsBuilder {
+    ext: ExtFields,
+    seen: u64,
+}
+
+impl ExtFieldsBuilder {
+    pub(crate) fn new() -> Self {
+        ExtFieldsBuilder {
+            ext: ExtFields::with_capacity(16),
+            seen: 0,
+        }
+    }
+
+    pub(crate) fn put(&mut self, key: CompactString, value: CompactString) {
+        let bytes = key.as_bytes();
+        let hash = bytes.len() ^ usize::from(bytes.first().copied().unwrap_or(0)).wrapping_mul(7);
+        let bit = 1u64 << (hash & 63);
+        if self.seen & bit == 0 {
+            self.seen |= bit;
+            self.ext.0.push((key, value));
+        } else {
+            self.ext.insert(key, value);
+        }
+    }
+
+    pub(crate) fn finish(self) -> ExtFields {
+        self.ext
+    }
+}
+
 impl<K: Into<CompactString>, V: Into<CompactString>> FromIterator<(K, V)> for ExtFields {
     fn from_iter<T: IntoIterator<Item = (K, V)>>(iter: T) -> Self {
         let mut ext = ExtFields::new();
@@ -495,12 +529,13 @@ fn decode_binary(mut b: &[u8]) -> Result<Header, HeaderError> {
         Some(utf8(remark)?.to_owned())
     };
     let mut ext = take_len_prefixed(&mut b, 4)?;
-    let mut ext_fields = ExtFields::new();
+    let mut ext_fields = ExtFieldsBuilder::new();
     while !ext.is_empty() {
         let key = read_len_prefixed(&mut ext, 2)?;
         let value = read_len_prefixed(&mut ext, 4)?;
-        ext_fields.insert(utf8(key)?, utf8(value)?);
+        ext_fields.put(utf8(key)?.into(), utf8(value)?.into());
     }
+    let ext_fields = ext_fields.finish();
     Ok(Header {
         code,
         language,
@@ -662,6 +697,33 @@ mod tests {
             decode(SerializeType::Json, b"{\"code\":99999999999}"),
             Err(HeaderError::Json(_))
         ));
+    }
+
+    #[test]
+    fn duplicate_ext_fields_keep_the_last_value_in_both_encodings() {
+        let json = br#"{"code":1,"extFields":{"a1":"x","a2":"y","a1":"z","b":"1","b":"2"}}"#;
+        let h = decode(SerializeType::Json, json).unwrap();
+        let entries: Vec<_> = h.ext_fields.iter().collect();
+        assert_eq!(entries, [("a1", "z"), ("a2", "y"), ("b", "2")]);
+        let mut buf = BytesMut::new();
+        encode(SerializeType::RocketMq, &h, &mut buf).unwrap();
+        // Append a duplicate by hand: the binary form allows it too.
+        let mut raw = buf.to_vec();
+        let ext_len_at = 2 + 1 + 2 + 4 + 4 + 4;
+        let dup = [
+            &2i16.to_be_bytes()[..],
+            b"a2",
+            &1i32.to_be_bytes()[..],
+            b"w",
+        ]
+        .concat();
+        let old = i32::from_be_bytes(raw[ext_len_at..ext_len_at + 4].try_into().unwrap());
+        let new = old + i32::try_from(dup.len()).unwrap();
+        raw[ext_len_at..ext_len_at + 4].copy_from_slice(&new.to_be_bytes());
+        raw.extend_from_slice(&dup);
+        let back = decode(SerializeType::RocketMq, &raw).unwrap();
+        let entries: Vec<_> = back.ext_fields.iter().collect();
+        assert_eq!(entries, [("a1", "z"), ("a2", "w"), ("b", "2")]);
     }
 
     #[test]

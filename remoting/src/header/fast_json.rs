@@ -11,11 +11,18 @@
 
 use compact_str::CompactString;
 
-use super::{ExtFields, Header, LanguageCode};
+use super::{ExtFields, ExtFieldsBuilder, Header, LanguageCode};
 
 /// Parses a header, or `None` to fall back to the general decoder.
 pub(super) fn parse(bytes: &[u8]) -> Option<Header> {
-    let mut p = Parser { b: bytes, i: 0 };
+    // Validated once here (word at a time for ASCII); strings are then sliced out at quote and
+    // backslash positions, which are always character boundaries.
+    let text = std::str::from_utf8(bytes).ok()?;
+    let mut p = Parser {
+        s: text,
+        b: bytes,
+        i: 0,
+    };
     p.ws();
     p.expect(b'{')?;
     let mut h = Header::default();
@@ -74,6 +81,9 @@ pub(super) fn parse(bytes: &[u8]) -> Option<Header> {
 }
 
 struct Parser<'a> {
+    /// The header text.
+    s: &'a str,
+    /// The same, as bytes.
     b: &'a [u8],
     i: usize,
 }
@@ -148,82 +158,35 @@ impl<'a> Parser<'a> {
     fn compact_string(&mut self) -> Option<CompactString> {
         self.expect(b'"')?;
         let start = self.i;
-        // Fast path: no escape before the closing quote.
-        while let Some(c) = self.peek() {
-            match c {
-                b'"' => {
-                    let s = CompactString::from(std::str::from_utf8(&self.b[start..self.i]).ok()?);
-                    self.i += 1;
-                    return Some(s);
-                }
-                b'\\' => break,
-                0..=0x1F => return None,
-                _ => self.i += 1,
-            }
-        }
-        let mut out = std::str::from_utf8(&self.b[start..self.i]).ok()?.to_owned();
+        let mut escaped = false;
         loop {
-            let run = self.i;
-            while let Some(c) = self.peek() {
-                if c == b'"' || c == b'\\' {
-                    break;
+            self.i += plain_run(self.b.get(self.i..)?);
+            match *self.b.get(self.i)? {
+                b'"' => break,
+                b'\\' => {
+                    escaped = true;
+                    self.i += 2;
                 }
-                if c < 0x20 {
-                    return None;
-                }
-                self.i += 1;
+                _ => return None, // a control character
             }
-            out.push_str(std::str::from_utf8(&self.b[run..self.i]).ok()?);
-            if self.next()? == b'"' {
-                return Some(CompactString::from(out));
-            }
-            let ch = match self.next()? {
-                b'"' => '"',
-                b'\\' => '\\',
-                b'/' => '/',
-                b'b' => '\u{8}',
-                b'f' => '\u{c}',
-                b'n' => '\n',
-                b'r' => '\r',
-                b't' => '\t',
-                b'u' => self.unicode_escape()?,
-                _ => return None,
-            };
-            out.push(ch);
+        }
+        let raw = self.s.get(start..self.i)?;
+        self.i += 1;
+        if escaped {
+            unescape(raw).map(CompactString::from)
+        } else {
+            Some(CompactString::from(raw))
         }
     }
-
-    fn hex4(&mut self) -> Option<u32> {
-        let digits = self.b.get(self.i..self.i + 4)?;
-        self.i += 4;
-        u32::from_str_radix(std::str::from_utf8(digits).ok()?, 16).ok()
-    }
-
-    /// After `\u`: one code point, joining a surrogate pair.
-    fn unicode_escape(&mut self) -> Option<char> {
-        let first = self.hex4()?;
-        if (0xD800..0xDC00).contains(&first) {
-            if self.next()? != b'\\' || self.next()? != b'u' {
-                return None;
-            }
-            let second = self.hex4()?;
-            if !(0xDC00..0xE000).contains(&second) {
-                return None;
-            }
-            return char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00));
-        }
-        char::from_u32(first)
-    }
-
     /// `{"k":"v",...}`; numbers and booleans become their text (as the serde decoder
     /// does), nulls are dropped.
     fn ext_fields(&mut self) -> Option<ExtFields> {
         self.expect(b'{')?;
-        let mut ext = ExtFields::with_capacity(16);
+        let mut ext = ExtFieldsBuilder::new();
         self.ws();
         if self.peek()? == b'}' {
             self.i += 1;
-            return Some(ext);
+            return Some(ext.finish());
         }
         loop {
             self.ws();
@@ -234,7 +197,7 @@ impl<'a> Parser<'a> {
             match self.peek()? {
                 b'"' => {
                     let value = self.compact_string()?;
-                    ext.insert(key, value);
+                    ext.put(key, value);
                 }
                 b'n' => {
                     if !self.null() {
@@ -243,11 +206,11 @@ impl<'a> Parser<'a> {
                 }
                 b't' if self.b[self.i..].starts_with(b"true") => {
                     self.i += 4;
-                    ext.insert(key, "true");
+                    ext.put(key, CompactString::const_new("true"));
                 }
                 b'f' if self.b[self.i..].starts_with(b"false") => {
                     self.i += 5;
-                    ext.insert(key, "false");
+                    ext.put(key, CompactString::const_new("false"));
                 }
                 b'-' | b'0'..=b'9' => {
                     let start = self.i;
@@ -260,18 +223,80 @@ impl<'a> Parser<'a> {
                     let text = std::str::from_utf8(&self.b[start..self.i]).ok()?;
                     // Integers only, in serde's text form; anything else goes to serde.
                     let n: i64 = text.parse().ok()?;
-                    ext.insert(key, n.to_string());
+                    ext.put(key, CompactString::from(n.to_string()));
                 }
                 _ => return None,
             }
             self.ws();
             match self.next()? {
                 b',' => {}
-                b'}' => return Some(ext),
+                b'}' => return Some(ext.finish()),
                 _ => return None,
             }
         }
     }
+}
+
+/// How many leading bytes of `b` need no attention inside a JSON string: not a quote, not a
+/// backslash, not a control character.
+fn plain_run(b: &[u8]) -> usize {
+    b.iter()
+        .position(|&c| c == b'"' || c == b'\\' || c < 0x20)
+        .unwrap_or(b.len())
+}
+
+/// The text of a JSON string with escapes (quotes already stripped), or `None` if an escape
+/// is malformed.
+fn unescape(raw: &str) -> Option<String> {
+    let mut out = String::with_capacity(raw.len());
+    let mut rest = raw;
+    while let Some(at) = rest.find('\\') {
+        out.push_str(&rest[..at]);
+        let escape = rest.as_bytes().get(at + 1)?;
+        let mut used = 2;
+        let ch = match escape {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let first = hex4(rest.as_bytes().get(at + 2..at + 6)?)?;
+                used = 6;
+                if (0xD800..0xDC00).contains(&first) {
+                    let low = rest.as_bytes().get(at + 6..at + 12)?;
+                    if !low.starts_with(b"\\u") {
+                        return None;
+                    }
+                    let second = hex4(&low[2..])?;
+                    if !(0xDC00..0xE000).contains(&second) {
+                        return None;
+                    }
+                    used = 12;
+                    char::from_u32(0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00))?
+                } else {
+                    char::from_u32(first)?
+                }
+            }
+            _ => return None,
+        };
+        out.push(ch);
+        rest = rest.get(at + used..)?;
+    }
+    out.push_str(rest);
+    Some(out)
+}
+
+/// Four hex digits (the properties separators arrive as `\u0001` / `\u0002`, so this runs
+/// several times per send header).
+fn hex4(digits: &[u8]) -> Option<u32> {
+    digits.iter().try_fold(0u32, |acc, &d| {
+        let v = char::from(d).to_digit(16)?;
+        Some(acc << 4 | v)
+    })
 }
 
 #[cfg(test)]
@@ -319,6 +344,23 @@ mod tests {
             b"[1]",
         ] {
             assert!(parse(bytes).is_none(), "{}", String::from_utf8_lossy(bytes));
+        }
+    }
+
+    proptest::proptest! {
+        /// Any string as serde_json writes it (escapes, control characters, astral planes)
+        /// comes back the same through the fast path, not through the fallback.
+        #[test]
+        fn strings_agree_with_serde(key in "[a-zA-Z]{1,12}", value in "\\PC*|[\\x00-\\x1f\\x7f\"\\\\/é😀]*") {
+            let json = format!(
+                r#"{{"code":310,"extFields":{{{}:{}}},"flag":0}}"#,
+                serde_json::to_string(&key).unwrap(),
+                serde_json::to_string(&value).unwrap()
+            );
+            let h = parse(json.as_bytes());
+            proptest::prop_assert!(h.is_some(), "{json}");
+            let ext = h.unwrap().ext_fields;
+            proptest::prop_assert_eq!(ext.get(&key), Some(value.as_str()));
         }
     }
 }
