@@ -16,7 +16,7 @@ use remoting::protocol::broker::{
 };
 use remoting::protocol::constants::system::MASTER_ID;
 use remoting::protocol::namesrv::{DeleteTopicFromNamesrvRequestHeader, PutKvConfigRequestHeader};
-use remoting::protocol::route::{BrokerData, ClusterInfo};
+use remoting::protocol::route::{BrokerData, ClusterInfo, TopicRouteData};
 use remoting::protocol::subscription::SubscriptionGroupConfig;
 use remoting::protocol::topic::TopicConfig;
 use remoting::{RemotingCommand, RequestCode};
@@ -82,6 +82,16 @@ pub fn broker_name_of(info: &ClusterInfo, addr: &str) -> Option<String> {
 pub fn select_addr(data: &BrokerData) -> Option<&str> {
     data.master_addr()
         .or_else(|| data.broker_addrs.values().next().map(String::as_str))
+}
+
+/// The address to ask for `broker_name` in a topic's route ([`select_addr`]).
+#[must_use]
+pub fn route_addr<'a>(route: &'a TopicRouteData, broker_name: &str) -> Option<&'a str> {
+    route
+        .broker_datas
+        .iter()
+        .find(|b| b.broker_name == broker_name)
+        .and_then(select_addr)
 }
 
 /// The cluster a broker name belongs to.

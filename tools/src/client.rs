@@ -80,6 +80,16 @@ pub struct PullResult {
     pub body: Bytes,
 }
 
+impl PullResult {
+    /// The stored messages of a `Found` pull from `addr`.
+    ///
+    /// # Errors
+    /// Records that do not decode.
+    pub fn messages(&self, addr: &str) -> Result<Vec<StoredMessage>> {
+        decode_records(RequestCode::PullMessage.code(), addr, &self.body)
+    }
+}
+
 /// A send response.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SendResult {

@@ -54,6 +54,32 @@ pub struct Common {
     pub timeout_millis: u64,
 }
 
+/// `-b brokerAddr | -c clusterName`, one required.
+#[derive(Debug, Clone, Args)]
+#[group(required = true, multiple = false)]
+pub struct Target {
+    /// Broker address (`ip:port`).
+    #[arg(short = 'b', long = "brokerAddr")]
+    pub broker_addr: Option<String>,
+    /// Cluster name (every master of it).
+    #[arg(short = 'c', long = "clusterName")]
+    pub cluster_name: Option<String>,
+}
+
+impl Target {
+    /// The `-b` address, trimmed.
+    #[must_use]
+    pub fn broker(&self) -> Option<&str> {
+        self.broker_addr.as_deref().map(str::trim)
+    }
+
+    /// The `-c` cluster name, trimmed (empty with `-b`).
+    #[must_use]
+    pub fn cluster(&self) -> &str {
+        self.cluster_name.as_deref().unwrap_or_default().trim()
+    }
+}
+
 /// The sub commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
@@ -271,6 +297,61 @@ pub fn java_bool(text: &str) -> std::result::Result<bool, String> {
 /// Reports a per-broker failure on stderr, as Java prints a stack trace and goes on.
 pub(crate) fn warn(ctx: &mut Ctx<'_>, what: &str, e: &ToolsError) {
     let _ = writeln!(ctx.err, "{what}: {e}");
+}
+
+/// The outcomes of a command's per-broker operations: a failure is reported on stderr
+/// as it happens and the command goes on, then fails as a whole ([`ToolsError::Partial`]).
+#[derive(Debug, Default)]
+pub(crate) struct Tally {
+    failed: usize,
+    total: usize,
+}
+
+impl Tally {
+    /// Counts one operation: its value, or `None` after reporting `what` failed.
+    ///
+    /// # Errors
+    /// Local I/O (writing our own output) is not a broker's failure and stops the command.
+    pub(crate) fn check<T>(
+        &mut self,
+        ctx: &mut Ctx<'_>,
+        result: Result<T>,
+        what: impl FnOnce() -> String,
+    ) -> Result<Option<T>> {
+        self.total += 1;
+        match result {
+            Ok(v) => Ok(Some(v)),
+            Err(ToolsError::Io(e)) => Err(ToolsError::Io(e)),
+            Err(e) => {
+                self.failed += 1;
+                warn(ctx, &what(), &e);
+                Ok(None)
+            }
+        }
+    }
+
+    /// [`ToolsError::Partial`] when some operation failed.
+    ///
+    /// # Errors
+    /// See above.
+    pub(crate) fn finish(self) -> Result<()> {
+        if self.failed == 0 {
+            Ok(())
+        } else {
+            Err(ToolsError::Partial {
+                failed: self.failed,
+                total: self.total,
+            })
+        }
+    }
+}
+
+/// The first error of a fan-out to name servers, if any.
+pub(crate) fn fail_on_any(errors: Vec<ToolsError>) -> Result<()> {
+    match errors.into_iter().next() {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

@@ -8,8 +8,7 @@ use remoting::protocol::body::KvTable;
 use remoting::protocol::constants::system::MASTER_ID;
 use remoting::protocol::route::ClusterInfo;
 
-use super::topic::{Target, partial};
-use super::{Common, Ctx, warn};
+use super::{Common, Ctx, Tally, Target, warn};
 use crate::admin::{all_addrs, cluster_broker_names, master_addrs};
 use crate::error::{Result, ToolsError};
 use crate::message::id::now_millis;
@@ -216,36 +215,29 @@ pub struct BrokerStatus {
 
 impl BrokerStatus {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        if let Some(addr) = &self.target.broker_addr {
-            let table = ctx.client.broker_runtime_info(addr.trim()).await?;
+        if let Some(addr) = self.target.broker() {
+            let table = ctx.client.broker_runtime_info(addr).await?;
             for (k, v) in &table.table {
                 writeln!(ctx.out, "{k:<32}: {v}")?;
             }
             return Ok(());
         }
-        let cluster = self
-            .target
-            .cluster_name
-            .as_deref()
-            .unwrap_or_default()
-            .trim();
         let info = ctx.client.cluster_info().await?;
-        let addrs: BTreeSet<String> = all_addrs(&info, cluster)?.into_iter().collect();
-        let mut failed = 0;
+        let addrs: BTreeSet<String> = all_addrs(&info, self.target.cluster())?
+            .into_iter()
+            .collect();
+        let mut tally = Tally::default();
         for addr in &addrs {
-            match ctx.client.broker_runtime_info(addr).await {
-                Ok(table) => {
-                    for (k, v) in &table.table {
-                        writeln!(ctx.out, "{addr:<24} {k:<32}: {v}")?;
-                    }
-                }
-                Err(e) => {
-                    failed += 1;
-                    warn(ctx, &format!("runtime info of {addr} unavailable"), &e);
+            let result = ctx.client.broker_runtime_info(addr).await;
+            if let Some(table) = tally.check(ctx, result, || {
+                format!("runtime info of {addr} unavailable")
+            })? {
+                for (k, v) in &table.table {
+                    writeln!(ctx.out, "{addr:<24} {k:<32}: {v}")?;
                 }
             }
         }
-        partial(failed, addrs.len())
+        tally.finish()
     }
 }
 
@@ -276,20 +268,12 @@ impl GetBrokerConfig {
     }
 
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        if let Some(addr) = &self.target.broker_addr {
-            let addr = addr.trim();
+        if let Some(addr) = self.target.broker() {
             return Self::print(ctx, &format!("============{addr}============"), addr).await;
         }
-        let cluster = self
-            .target
-            .cluster_name
-            .as_deref()
-            .unwrap_or_default()
-            .trim();
         let info = ctx.client.cluster_info().await?;
-        let mut failed = 0;
-        let mut total = 0;
-        for name in cluster_broker_names(&info, cluster)? {
+        let mut tally = Tally::default();
+        for name in cluster_broker_names(&info, self.target.cluster())? {
             let Some(data) = info.broker_addr_table.get(name) else {
                 continue;
             };
@@ -309,18 +293,11 @@ impl GetBrokerConfig {
                 }
             }
             for (banner, addr) in targets {
-                total += 1;
-                match Self::print(ctx, &banner, &addr).await {
-                    Ok(()) => {}
-                    Err(ToolsError::Io(e)) => return Err(ToolsError::Io(e)),
-                    Err(e) => {
-                        failed += 1;
-                        warn(ctx, &format!("config of {addr} unavailable"), &e);
-                    }
-                }
+                let result = Self::print(ctx, &banner, &addr).await;
+                tally.check(ctx, result, || format!("config of {addr} unavailable"))?;
             }
         }
-        partial(failed, total)
+        tally.finish()
     }
 }
 
@@ -347,18 +324,12 @@ pub struct UpdateBrokerConfig {
 impl UpdateBrokerConfig {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
         let props = BTreeMap::from([(self.key.trim().to_owned(), self.value.trim().to_owned())]);
-        if let Some(addr) = &self.target.broker_addr {
-            let addr = addr.trim();
+        if let Some(addr) = self.target.broker() {
             ctx.client.update_broker_config(addr, &props).await?;
             writeln!(ctx.out, "update broker config success, {addr}")?;
             return Ok(());
         }
-        let cluster = self
-            .target
-            .cluster_name
-            .as_deref()
-            .unwrap_or_default()
-            .trim();
+        let cluster = self.target.cluster();
         let info = ctx.client.cluster_info().await?;
         let addrs: Vec<String> = if self.update_all_broker.is_some() {
             all_addrs(&info, cluster)?
@@ -370,16 +341,18 @@ impl UpdateBrokerConfig {
                 cluster: cluster.to_owned(),
             });
         }
-        let mut failed = 0;
+        let mut tally = Tally::default();
         for addr in &addrs {
-            match ctx.client.update_broker_config(addr, &props).await {
-                Ok(()) => writeln!(ctx.out, "update broker config success, {addr}")?,
-                Err(e) => {
-                    failed += 1;
-                    warn(ctx, &format!("update broker config of {addr} failed"), &e);
-                }
+            let result = ctx.client.update_broker_config(addr, &props).await;
+            if tally
+                .check(ctx, result, || {
+                    format!("update broker config of {addr} failed")
+                })?
+                .is_some()
+            {
+                writeln!(ctx.out, "update broker config success, {addr}")?;
             }
         }
-        partial(failed, addrs.len())
+        tally.finish()
     }
 }

@@ -1,6 +1,7 @@
 //! Consumer group commands: updateSubGroup, consumerProgress, resetOffsetByTime.
 
 use std::collections::BTreeMap;
+use std::io::Write;
 
 use clap::Args;
 use remoting::protocol::admin::{ConsumeStats, ConsumerConnection, OffsetWrapper};
@@ -12,8 +13,7 @@ use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use serde::Deserialize;
 
 use super::format::{front, subscription_group};
-use super::topic::{Target, partial};
-use super::{Common, Ctx, java_bool, warn};
+use super::{Common, Ctx, Tally, Target, java_bool};
 use crate::admin::{master_addrs, select_addr};
 use crate::client::{Client, parse_body};
 use crate::error::{Result, ToolsError};
@@ -64,68 +64,44 @@ impl UpdateSubGroup {
     #[must_use]
     pub fn config(&self) -> SubscriptionGroupConfig {
         let mut c = SubscriptionGroupConfig::new(self.group.trim());
-        c.consume_broadcast_enable = false;
-        c.consume_from_min_enable = false;
-        if let Some(v) = self.consume_enable {
-            c.consume_enable = v;
-        }
-        if let Some(v) = self.consume_from_min_enable {
-            c.consume_from_min_enable = v;
-        }
-        if let Some(v) = self.consume_broadcast_enable {
-            c.consume_broadcast_enable = v;
-        }
-        if let Some(v) = self.retry_queue_nums {
-            c.retry_queue_nums = v;
-        }
-        if let Some(v) = self.retry_max_times {
-            c.retry_max_times = v;
-        }
-        if let Some(v) = self.broker_id {
-            c.broker_id = v;
-        }
-        if let Some(v) = self.which_broker_when_consume_slowly {
-            c.which_broker_when_consume_slowly = v;
-        }
-        if let Some(v) = self.notify_consumer_ids_changed {
-            c.notify_consumer_ids_changed_enable = v;
-        }
+        c.consume_enable = self.consume_enable.unwrap_or(c.consume_enable);
+        c.consume_from_min_enable = self.consume_from_min_enable.unwrap_or(false);
+        c.consume_broadcast_enable = self.consume_broadcast_enable.unwrap_or(false);
+        c.retry_queue_nums = self.retry_queue_nums.unwrap_or(c.retry_queue_nums);
+        c.retry_max_times = self.retry_max_times.unwrap_or(c.retry_max_times);
+        c.broker_id = self.broker_id.unwrap_or(c.broker_id);
+        c.which_broker_when_consume_slowly = self
+            .which_broker_when_consume_slowly
+            .unwrap_or(c.which_broker_when_consume_slowly);
+        c.notify_consumer_ids_changed_enable = self
+            .notify_consumer_ids_changed
+            .unwrap_or(c.notify_consumer_ids_changed_enable);
         c
     }
 
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
         let config = self.config();
-        if let Some(addr) = &self.target.broker_addr {
-            let addr = addr.trim();
+        if let Some(addr) = self.target.broker() {
             ctx.client.create_subscription_group(addr, &config).await?;
             writeln!(ctx.out, "create subscription group to {addr} success.")?;
             writeln!(ctx.out, "{}", subscription_group(&config))?;
             return Ok(());
         }
-        let cluster = self
-            .target
-            .cluster_name
-            .as_deref()
-            .unwrap_or_default()
-            .trim();
         let info = ctx.client.cluster_info().await?;
-        let masters = master_addrs(&info, cluster)?;
-        let mut failed = 0;
-        for addr in masters.values() {
-            match ctx.client.create_subscription_group(addr, &config).await {
-                Ok(()) => writeln!(ctx.out, "create subscription group to {addr} success.")?,
-                Err(e) => {
-                    failed += 1;
-                    warn(
-                        ctx,
-                        &format!("create subscription group to {addr} failed"),
-                        &e,
-                    );
-                }
+        let mut tally = Tally::default();
+        for addr in master_addrs(&info, self.target.cluster())?.values() {
+            let result = ctx.client.create_subscription_group(addr, &config).await;
+            if tally
+                .check(ctx, result, || {
+                    format!("create subscription group to {addr} failed")
+                })?
+                .is_some()
+            {
+                writeln!(ctx.out, "create subscription group to {addr} success.")?;
             }
         }
         writeln!(ctx.out, "{}", subscription_group(&config))?;
-        partial(failed, masters.len())
+        tally.finish()
     }
 }
 
@@ -176,6 +152,23 @@ async fn group_broker_addrs(client: &Client, group: &str) -> Result<Vec<String>>
     }
 }
 
+/// The broker to ask about a group's clients: the first one of its retry topic.
+///
+/// # Errors
+/// No route, or no address in it.
+async fn group_addr(client: &Client, group: &str) -> Result<String> {
+    let route = client.route(&retry_topic(group)).await?;
+    route
+        .broker_datas
+        .iter()
+        .find_map(select_addr)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolsError::NoRoute {
+            topic: retry_topic(group),
+            remark: "no broker address in the route".to_owned(),
+        })
+}
+
 /// The connections of a group, from one broker of its retry topic.
 ///
 /// # Errors
@@ -184,16 +177,7 @@ pub async fn examine_consumer_connection(
     client: &Client,
     group: &str,
 ) -> Result<ConsumerConnection> {
-    let route = client.route(&retry_topic(group)).await?;
-    let addr = route
-        .broker_datas
-        .iter()
-        .find_map(select_addr)
-        .ok_or_else(|| ToolsError::NoRoute {
-            topic: retry_topic(group),
-            remark: "no broker address in the route".to_owned(),
-        })?
-        .to_owned();
+    let addr = group_addr(client, group).await?;
     client.consumer_connection(&addr, group).await
 }
 
@@ -224,15 +208,7 @@ impl ConsumerProgress {
         let Ok(conn) = examine_consumer_connection(&ctx.client, group).await else {
             return out;
         };
-        let Ok(route) = ctx.client.route(&retry_topic(group)).await else {
-            return out;
-        };
-        let Some(addr) = route
-            .broker_datas
-            .iter()
-            .find_map(select_addr)
-            .map(str::to_owned)
-        else {
+        let Ok(addr) = group_addr(&ctx.client, group).await else {
             return out;
         };
         for c in &conn.connection_set {
@@ -270,32 +246,19 @@ impl ConsumerProgress {
         } else {
             BTreeMap::new()
         };
-        if show_ip {
-            writeln!(
-                ctx.out,
-                "{:<64}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20} {:<20}  {}",
+        progress_line(
+            ctx.out,
+            [
                 "#Topic",
                 "#Broker Name",
                 "#QID",
                 "#Broker Offset",
                 "#Consumer Offset",
-                "#Client IP",
-                "#Diff",
-                "#LastTime"
-            )?;
-        } else {
-            writeln!(
-                ctx.out,
-                "{:<64}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
-                "#Topic",
-                "#Broker Name",
-                "#QID",
-                "#Broker Offset",
-                "#Consumer Offset",
-                "#Diff",
-                "#LastTime"
-            )?;
-        }
+            ],
+            show_ip.then_some("#Client IP"),
+            "#Diff",
+            "#LastTime",
+        )?;
         let mut diff_total = 0;
         for (mq, o) in &stats.offset_table {
             let diff = o.broker_offset - o.consumer_offset;
@@ -305,33 +268,20 @@ impl ConsumerProgress {
             } else {
                 human_seconds(o.last_timestamp)
             };
-            if show_ip {
-                let ip = alloc.get(mq).map_or("N/A", String::as_str);
-                writeln!(
-                    ctx.out,
-                    "{:<64}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20} {:<20}  {}",
+            let ip = show_ip.then(|| alloc.get(mq).map_or("N/A", String::as_str));
+            progress_line(
+                ctx.out,
+                [
                     front(&mq.topic, 64),
                     front(&mq.broker_name, 32),
-                    mq.queue_id,
-                    o.broker_offset,
-                    o.consumer_offset,
-                    ip,
-                    diff,
-                    last
-                )?;
-            } else {
-                writeln!(
-                    ctx.out,
-                    "{:<64}  {:<32}  {:<4}  {:<20}  {:<20}  {:<20}  {}",
-                    front(&mq.topic, 64),
-                    front(&mq.broker_name, 32),
-                    mq.queue_id,
-                    o.broker_offset,
-                    o.consumer_offset,
-                    diff,
-                    last
-                )?;
-            }
+                    &mq.queue_id.to_string(),
+                    &o.broker_offset.to_string(),
+                    &o.consumer_offset.to_string(),
+                ],
+                ip,
+                &diff.to_string(),
+                &last,
+            )?;
         }
         writeln!(ctx.out)?;
         writeln!(ctx.out, "Consume TPS: {:.2}", stats.consume_tps)?;
@@ -402,6 +352,25 @@ impl ConsumerProgress {
         }
         Ok(())
     }
+}
+
+/// A consumerProgress line: queue, offsets, the client IP only with `-s true` (Java's two
+/// formats), diff and last consume time.
+fn progress_line(
+    out: &mut dyn Write,
+    [topic, broker, queue_id, broker_offset, consumer_offset]: [&str; 5],
+    ip: Option<&str>,
+    diff: &str,
+    last: &str,
+) -> std::io::Result<()> {
+    write!(
+        out,
+        "{topic:<64}  {broker:<32}  {queue_id:<4}  {broker_offset:<20}  {consumer_offset:<20}  "
+    )?;
+    if let Some(ip) = ip {
+        write!(out, "{ip:<20} ")?;
+    }
+    writeln!(out, "{diff:<20}  {last}")
 }
 
 /// Whether an INVOKE_BROKER_TO_RESET_OFFSET failure calls for the offline method:

@@ -11,11 +11,11 @@ use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SUB_ALL};
 
 use super::format::{message_ext, print_message};
 use super::{Common, Ctx};
-use crate::admin::select_addr;
+use crate::admin::{route_addr, select_addr};
 use crate::client::{Client, PullStatus, pull_flag};
 use crate::error::{Result, ToolsError};
 use crate::message::id::now_millis;
-use crate::message::{OffsetMsgId, StoredMessage, UniqIdGenerator, decode_all};
+use crate::message::{OffsetMsgId, StoredMessage, UniqIdGenerator};
 use crate::publish::{PublishQueue, message_properties, publish_queues, send_header};
 use crate::time::parse_timestamp_arg;
 
@@ -74,13 +74,17 @@ pub async fn query_message(
     }
 }
 
-fn write_body(msg: &StoredMessage) -> String {
+/// The message view of queryMsgById / queryMsgByOffset, after writing the body under
+/// [`BODY_DIR`] as Java does.
+fn show(ctx: &mut Ctx<'_>, msg: &StoredMessage, print_body: bool) -> Result<()> {
     let path = format!("{BODY_DIR}/{}", msg.msg_id());
     let result = std::fs::create_dir_all(BODY_DIR).and_then(|()| std::fs::write(&path, &msg.body));
-    match result {
+    let path = match result {
         Ok(()) => path,
         Err(e) => format!("(not written: {path}: {e})"),
-    }
+    };
+    print_message(ctx.out, msg, &path, print_body)?;
+    Ok(())
 }
 
 /// `queryMsgById`.
@@ -168,8 +172,7 @@ impl QueryMsgById {
             .collect();
         for id in ids {
             let msg = self.find(&ctx.client, id).await?;
-            let path = write_body(&msg);
-            print_message(ctx.out, &msg, &path, self.body_format.is_some())?;
+            show(ctx, &msg, self.body_format.is_some())?;
         }
         Ok(())
     }
@@ -266,11 +269,7 @@ async fn tool_pull(
 /// The master (else any) address of `broker_name` in `topic`'s route.
 async fn broker_addr(client: &Client, topic: &str, broker_name: &str) -> Result<String> {
     let route = client.fetch_route(topic).await?;
-    route
-        .broker_datas
-        .iter()
-        .find(|b| b.broker_name == broker_name)
-        .and_then(select_addr)
+    route_addr(&route, broker_name)
         .map(str::to_owned)
         .ok_or_else(|| ToolsError::NoBroker {
             broker_name: broker_name.to_owned(),
@@ -325,18 +324,12 @@ impl QueryMsgByOffset {
                 result.max_offset
             )));
         }
-        let msgs = decode_all(&result.body).map_err(|source| ToolsError::Decode {
-            op: "PULL_MESSAGE".to_owned(),
-            addr: addr.clone(),
-            source,
-        })?;
-        let msg = msgs
+        let msg = result
+            .messages(&addr)?
             .into_iter()
             .next()
             .ok_or_else(|| ToolsError::NotFound("pull found no message".to_owned()))?;
-        let path = write_body(&msg);
-        print_message(ctx.out, &msg, &path, self.body_format.is_some())?;
-        Ok(())
+        show(ctx, &msg, self.body_format.is_some())
     }
 }
 
@@ -518,12 +511,7 @@ impl ConsumeMessage {
             {
                 continue;
             }
-            let Some(addr) = route
-                .broker_datas
-                .iter()
-                .find(|b| b.broker_name == q.broker_name)
-                .and_then(select_addr)
-            else {
+            let Some(addr) = route_addr(&route, &q.broker_name) else {
                 continue;
             };
             for id in 0..q.read_queue_nums {
@@ -601,11 +589,7 @@ impl ConsumeMessage {
             match r.status {
                 PullStatus::Found => {
                     writeln!(ctx.out, "Consume ok")?;
-                    let msgs = decode_all(&r.body).map_err(|source| ToolsError::Decode {
-                        op: "PULL_MESSAGE".to_owned(),
-                        addr: addr.to_owned(),
-                        source,
-                    })?;
+                    let msgs = r.messages(addr)?;
                     for m in msgs
                         .iter()
                         .filter(|m| m.queue_offset <= max && seen.insert(m.queue_offset))

@@ -13,22 +13,10 @@ use remoting::protocol::heartbeat::MessageQueue;
 use remoting::protocol::topic::TopicConfig;
 
 use super::format::{front, route_pretty, topic_config};
-use super::{Common, Ctx, java_bool, warn};
+use super::{Common, Ctx, Tally, Target, fail_on_any, java_bool};
 use crate::admin::{broker_name_of, cluster_broker_names, cluster_of, master_addrs, select_addr};
 use crate::error::{Result, ToolsError};
 use crate::time::human_millis;
-
-/// `-b brokerAddr | -c clusterName`, one required.
-#[derive(Debug, Clone, Args)]
-#[group(required = true, multiple = false)]
-pub struct Target {
-    /// Broker address (`ip:port`).
-    #[arg(short = 'b', long = "brokerAddr")]
-    pub broker_addr: Option<String>,
-    /// Cluster name (every master of it).
-    #[arg(short = 'c', long = "clusterName")]
-    pub cluster_name: Option<String>,
-}
 
 /// `updateTopic`.
 #[derive(Debug, Args)]
@@ -83,8 +71,7 @@ impl UpdateTopic {
         validate_topic(&config.topic_name).map_err(|e| {
             ToolsError::Usage(format!("invalid topic name {:?}: {e}", config.topic_name))
         })?;
-        if let Some(addr) = &self.target.broker_addr {
-            let addr = addr.trim();
+        if let Some(addr) = self.target.broker() {
             ctx.client.create_topic(addr, &config).await?;
             if self.order {
                 let info = ctx.client.cluster_info().await?;
@@ -92,37 +79,22 @@ impl UpdateTopic {
                     broker_name: addr.to_owned(),
                 })?;
                 let conf = format!("{name}:{}", config.write_queue_nums);
-                fail_on_any(
-                    ctx.client
-                        .put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, &config.topic_name, &conf)
-                        .await,
-                )?;
-                writeln!(
-                    ctx.out,
-                    "set broker orderConf. isOrder={}, orderConf=[{conf}]",
-                    self.order
-                )?;
+                put_order_conf(ctx, "broker", &config.topic_name, &conf).await?;
             }
             writeln!(ctx.out, "create topic to {addr} success.")?;
             writeln!(ctx.out, "{}", topic_config(&config))?;
             return Ok(());
         }
-        let cluster = self
-            .target
-            .cluster_name
-            .as_deref()
-            .unwrap_or_default()
-            .trim();
+        let cluster = self.target.cluster();
         let info = ctx.client.cluster_info().await?;
-        let masters = master_addrs(&info, cluster)?;
-        let mut failed = 0;
-        for addr in masters.values() {
-            match ctx.client.create_topic(addr, &config).await {
-                Ok(()) => writeln!(ctx.out, "create topic to {addr} success.")?,
-                Err(e) => {
-                    failed += 1;
-                    warn(ctx, &format!("create topic to {addr} failed"), &e);
-                }
+        let mut tally = Tally::default();
+        for addr in master_addrs(&info, cluster)?.values() {
+            let result = ctx.client.create_topic(addr, &config).await;
+            if tally
+                .check(ctx, result, || format!("create topic to {addr} failed"))?
+                .is_some()
+            {
+                writeln!(ctx.out, "create topic to {addr} success.")?;
             }
         }
         if self.order {
@@ -131,20 +103,26 @@ impl UpdateTopic {
                 .map(|name| format!("{name}:{}", config.write_queue_nums))
                 .collect::<Vec<_>>()
                 .join(";");
-            fail_on_any(
-                ctx.client
-                    .put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, &config.topic_name, &conf)
-                    .await,
-            )?;
-            writeln!(
-                ctx.out,
-                "set cluster orderConf. isOrder={}, orderConf=[{conf}]",
-                self.order
-            )?;
+            put_order_conf(ctx, "cluster", &config.topic_name, &conf).await?;
         }
         writeln!(ctx.out, "{}", topic_config(&config))?;
-        partial(failed, masters.len())
+        tally.finish()
     }
+}
+
+/// Registers an order topic's `brokerName:queues[;...]` with every name server and says
+/// so, for one broker or a whole cluster (`scope`).
+async fn put_order_conf(ctx: &mut Ctx<'_>, scope: &str, topic: &str, conf: &str) -> Result<()> {
+    fail_on_any(
+        ctx.client
+            .put_kv_config(ORDER_TOPIC_CONFIG_NAMESPACE, topic, conf)
+            .await,
+    )?;
+    writeln!(
+        ctx.out,
+        "set {scope} orderConf. isOrder=true, orderConf=[{conf}]"
+    )?;
+    Ok(())
 }
 
 /// `deleteTopic`.
@@ -375,22 +353,5 @@ impl TopicStatus {
         writeln!(ctx.out)?;
         writeln!(ctx.out, "Topic Put TPS: {tps:?}")?;
         Ok(())
-    }
-}
-
-/// The first error of a fan-out to name servers, if any.
-fn fail_on_any(errors: Vec<ToolsError>) -> Result<()> {
-    match errors.into_iter().next() {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
-}
-
-/// `Partial` when some of `total` operations failed (each already reported).
-pub(crate) fn partial(failed: usize, total: usize) -> Result<()> {
-    if failed == 0 {
-        Ok(())
-    } else {
-        Err(ToolsError::Partial { failed, total })
     }
 }
