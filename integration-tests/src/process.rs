@@ -13,6 +13,9 @@
 //!   log line or a TCP connect, drop sends SIGTERM and SIGKILL after a grace period.
 //! - [`NamesrvProcess`] starts `mqnamesrv` from `deploy/namesrv.toml` on an OS-chosen
 //!   loopback port and reports the address it logged.
+//! - [`HaBrokerProcess`] is one broker of a master/slave pair (role and id changeable across
+//!   restarts); [`ha_status`], [`wait_caught_up`], [`registered_ids`], [`mqadmin`] (ours) and
+//!   [`compare_store_files`] are what the HA tests (`tests/ha_*.rs`) check it with.
 //!
 //! ```no_run
 //! use integration_tests::client::FakeBroker;
@@ -736,6 +739,543 @@ impl BrokerProcess {
     pub fn restart(&mut self) {
         self.process.restart();
     }
+}
+
+// ---------------------------------------------------------------- master/slave pairs (HA)
+
+impl ChildProcess {
+    /// Stops it (if running) and starts it again with `change` applied to its spec: same
+    /// directory, logs (a restart marker is appended) and reserved ports. An HA drill uses it
+    /// to bring a killed master back as a slave.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn restart_with(&mut self, change: impl FnOnce(&mut ProcessSpec)) {
+        self.stop();
+        change(&mut self.spec);
+        self.spawn_and_wait();
+    }
+
+    /// How many times its log says `needle` (stdout and stderr, all starts).
+    #[must_use]
+    pub fn count_in_log(&self, needle: &str) -> usize {
+        self.stdout().matches(needle).count() + self.stderr().matches(needle).count()
+    }
+}
+
+/// Name of the broker pair every [`HaBrokerProcess`] belongs to (`deploy/broker.toml`'s).
+pub const HA_BROKER_NAME: &str = "broker-a";
+
+/// One `mqbroker` of a master/slave pair (brokerName [`HA_BROKER_NAME`]), started from
+/// `deploy/broker.toml` with a role and an id, its store in a temp dir, 16 MiB CommitLog files.
+///
+/// Four consecutive loopback ports are reserved, `listenPort - 2 ..= listenPort + 1`:
+/// `haListenPort` is `listenPort + 1` as RocketMQ's `BrokerStartup` sets it, and
+/// `listenPort - 2` is where an Apache broker opens its "VIP" channel (a Java slave copies its
+/// master's topic table from there), kept free for tests that stand one in. The role and id
+/// change across restarts ([`restart_as`](Self::restart_as)); store, ports and logs stay.
+///
+/// ```no_run
+/// use std::time::Duration;
+/// use integration_tests::process::{HaBrokerProcess, NamesrvProcess};
+///
+/// let ns = NamesrvProcess::start();
+/// let master = HaBrokerProcess::start_master("a", &ns.addr(), "SYNC_MASTER", &[]);
+/// let slave = HaBrokerProcess::start("b", &ns.addr(), "SLAVE", 1, &[]);
+/// slave.wait_following(&master, Duration::from_secs(10)).unwrap();
+/// ```
+#[derive(Debug)]
+pub struct HaBrokerProcess {
+    process: ChildProcess,
+    port: u16,
+    namesrv: String,
+}
+
+impl HaBrokerProcess {
+    /// Starts broker `label` (names its directory and logs) with `brokerRole=role`,
+    /// `brokerId=broker_id` and extra `-o` settings, registered with `namesrv`.
+    ///
+    /// A slave learns its master from its registrations, every `registerNameServerPeriod`
+    /// (30 s): start it after its master is registered ([`start_master`](Self::start_master)
+    /// waits for that) or it replicates nothing for up to 30 s.
+    ///
+    /// # Panics
+    /// When it does not start (with its logs).
+    #[must_use]
+    pub fn start(
+        label: &str,
+        namesrv: &str,
+        role: &str,
+        broker_id: i64,
+        settings: &[(&str, &str)],
+    ) -> Self {
+        let dir = TestDir::new(&format!("ha-{label}"));
+        let ports = crate::ports::reserve_consecutive(4);
+        let port = ports[2].port();
+        let config = workspace_root().join("deploy").join("broker.toml");
+        let mut spec = ProcessSpec::new(&format!("mqbroker-{label}"), binary("broker", "mqbroker"))
+            .arg("-c")
+            .arg(&config)
+            .arg("-n")
+            .arg(namesrv)
+            .setting("brokerName", HA_BROKER_NAME)
+            .setting("listenPort", port)
+            .setting("haListenPort", port + 1)
+            .setting("bindAddress", "127.0.0.1")
+            .setting("brokerIP1", "127.0.0.1")
+            .setting("storePathRootDir", dir.path().join("store").display())
+            .setting("mappedFileSizeCommitLog", 16 * 1024 * 1024)
+            .setting("brokerRole", role)
+            .setting("brokerId", broker_id);
+        for (key, value) in settings {
+            spec = spec.setting(key, value);
+        }
+        HaBrokerProcess {
+            process: ChildProcess::start(spec, dir, ports),
+            port,
+            namesrv: namesrv.to_owned(),
+        }
+    }
+
+    /// Starts a master (`role` SYNC_MASTER or ASYNC_MASTER, id 0) and waits until the name
+    /// server lists it, so slaves started next learn it at their first registration.
+    ///
+    /// # Panics
+    /// When it does not start or register within [`READY_TIMEOUT`].
+    #[must_use]
+    pub fn start_master(label: &str, namesrv: &str, role: &str, settings: &[(&str, &str)]) -> Self {
+        let master = Self::start(label, namesrv, role, 0, settings);
+        let addr = master.addr();
+        assert!(
+            wait_until(READY_TIMEOUT, || registered_ids(namesrv, &addr)
+                .contains(&0)),
+            "{addr} did not register as master with {namesrv}"
+        );
+        master
+    }
+
+    /// `127.0.0.1:listenPort`.
+    #[must_use]
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    /// `127.0.0.1:haListenPort`.
+    #[must_use]
+    pub fn ha_addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port + 1)
+    }
+
+    /// `listenPort`.
+    #[must_use]
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The store root.
+    #[must_use]
+    pub fn store_dir(&self) -> PathBuf {
+        self.process.dir().join("store")
+    }
+
+    /// `<store>/commitlog`.
+    #[must_use]
+    pub fn commit_log_dir(&self) -> PathBuf {
+        self.store_dir().join("commitlog")
+    }
+
+    /// The process handle (logs, stop, kill).
+    #[must_use]
+    pub fn process(&mut self) -> &mut ChildProcess {
+        &mut self.process
+    }
+
+    /// The process handle, read only (logs).
+    #[must_use]
+    pub fn process_ref(&self) -> &ChildProcess {
+        &self.process
+    }
+
+    /// SIGKILL, at once.
+    pub fn kill(&mut self) {
+        self.process.kill();
+    }
+
+    /// Stops it (if running) and starts it again on the same store, ports and logs as
+    /// `brokerRole=role`, `brokerId=broker_id` (later `-o` settings win).
+    ///
+    /// # Panics
+    /// When it does not come back.
+    pub fn restart_as(&mut self, role: &str, broker_id: i64) {
+        self.process.restart_with(|spec| {
+            for setting in [
+                format!("brokerRole={role}"),
+                format!("brokerId={broker_id}"),
+            ] {
+                spec.args.push("-o".into());
+                spec.args.push(setting.into());
+            }
+        });
+    }
+
+    /// Its SLUICE_HA_STATUS.
+    ///
+    /// # Errors
+    /// It cannot be reached or does not answer.
+    pub fn ha_status(&self) -> Result<HaStatus, String> {
+        ha_status(&self.addr())
+    }
+
+    /// Waits until it is a connected slave of `master` holding everything the master has
+    /// (same CommitLog max offset, acknowledged by the master). Call while nothing is sent.
+    ///
+    /// # Errors
+    /// The last statuses seen, when that does not happen within `timeout`.
+    pub fn wait_following(
+        &self,
+        master: &HaBrokerProcess,
+        timeout: Duration,
+    ) -> Result<(), String> {
+        wait_caught_up(&master.addr(), &self.addr(), &master.ha_addr(), timeout)
+    }
+
+    /// Runs our `mqadmin` with `args` and `-n` this broker's name server.
+    #[must_use]
+    pub fn mqadmin(&self, args: &[&str]) -> MqadminOutput {
+        mqadmin(&self.namesrv, args)
+    }
+
+    /// Whether `topic` is in its topic table (GET_ALL_TOPIC_CONFIG); false when it cannot be
+    /// asked.
+    #[must_use]
+    pub fn has_topic(&self, topic: &str) -> bool {
+        broker_has_topic(&self.addr(), topic)
+    }
+
+    /// The max offset of consume queue (`topic`, `queue_id`) (GET_MAX_OFFSET); `None` when it
+    /// cannot be asked.
+    #[must_use]
+    pub fn max_offset_in_queue(&self, topic: &str, queue_id: i32) -> Option<i64> {
+        let header = remoting::protocol::broker::GetMaxOffsetRequestHeader {
+            topic: topic.to_owned(),
+            queue_id,
+            committed: None,
+        };
+        let response = try_request(
+            &self.addr(),
+            remoting::RemotingCommand::request_with(remoting::RequestCode::GetMaxOffset, &header),
+        )
+        .ok()?;
+        if response.code() != 0 {
+            return None;
+        }
+        response.ext("offset")?.parse().ok()
+    }
+}
+
+/// SLUICE_HA_STATUS (private request 40002) of a sluice broker, as `mqadmin haStatus` prints it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HaStatus {
+    /// ASYNC_MASTER | SYNC_MASTER | SLAVE.
+    pub role: String,
+    pub broker_id: i64,
+    /// CommitLog max offset.
+    pub max_offset: u64,
+    /// Where its log ended when it was promoted (a new master).
+    pub promoted_at_offset: Option<u64>,
+    /// `ip:port` of its HA listener.
+    pub ha_address: String,
+    /// Masters: the highest offset a slave acknowledged.
+    pub slave_ack_offset: Option<u64>,
+    /// Masters: connected slaves (their HA client addresses).
+    pub slaves: Vec<String>,
+    /// Slaves: the master HA address followed.
+    pub master: Option<String>,
+    /// Slaves: whether the HA client is connected.
+    pub connected: bool,
+}
+
+impl HaStatus {
+    /// A master role.
+    #[must_use]
+    pub fn is_master(&self) -> bool {
+        self.role.ends_with("MASTER")
+    }
+}
+
+/// Sends one request to `addr` on a small runtime of its own and waits for the answer
+/// ([`REQUEST_TIMEOUT`]); unlike [`crate::client::SyncClient`], a broker that is down is an
+/// answer here, not a panic.
+///
+/// # Errors
+/// The transport error or timeout.
+pub fn try_request(
+    addr: &str,
+    request: remoting::RemotingCommand,
+) -> Result<remoting::RemotingCommand, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let client = remoting::RemotingClient::default();
+    let code = request.code();
+    let result = runtime
+        .block_on(client.invoke(addr, request, REQUEST_TIMEOUT))
+        .map_err(|e| format!("request {code} to {addr}: {e}"));
+    client.close_all();
+    result
+}
+
+/// SLUICE_HA_STATUS of the broker at `addr`.
+///
+/// # Errors
+/// It cannot be reached, refuses, or answers something that does not parse.
+pub fn ha_status(addr: &str) -> Result<HaStatus, String> {
+    let response = try_request(
+        addr,
+        remoting::RemotingCommand::request(remoting::RequestCode::SluiceHaStatus),
+    )?;
+    if response.code() != 0 {
+        return Err(format!(
+            "{addr} answered SLUICE_HA_STATUS with {} {:?}",
+            response.code(),
+            response.remark()
+        ));
+    }
+    let v: serde_json::Value = remoting::fastjson::from_slice(&response.body.to_bytes())
+        .map_err(|e| format!("SLUICE_HA_STATUS body of {addr}: {e}"))?;
+    let opt_u64 = |k: &str| v.get(k).and_then(serde_json::Value::as_u64);
+    let opt_str = |k: &str| {
+        v.get(k)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    Ok(HaStatus {
+        role: opt_str("role").unwrap_or_default(),
+        broker_id: v
+            .get("brokerId")
+            .and_then(serde_json::Value::as_i64)
+            .unwrap_or(-1),
+        max_offset: opt_u64("maxOffset").unwrap_or(0),
+        promoted_at_offset: opt_u64("promotedAtOffset"),
+        ha_address: opt_str("haAddress").unwrap_or_default(),
+        slave_ack_offset: opt_u64("slaveAckOffset"),
+        slaves: v
+            .get("slaves")
+            .and_then(serde_json::Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default(),
+        master: opt_str("master"),
+        connected: v
+            .get("connected")
+            .and_then(serde_json::Value::as_bool)
+            .unwrap_or(false),
+    })
+}
+
+/// Waits until the slave at `slave_addr` follows `master_ha_addr`, is connected, and holds
+/// everything the master at `master_addr` has, acknowledged.
+///
+/// # Errors
+/// The last statuses seen, after `timeout`.
+pub fn wait_caught_up(
+    master_addr: &str,
+    slave_addr: &str,
+    master_ha_addr: &str,
+    timeout: Duration,
+) -> Result<(), String> {
+    let mut last = String::new();
+    let done = wait_until(timeout, || {
+        let (m, s) = (ha_status(master_addr), ha_status(slave_addr));
+        let ok = match (&m, &s) {
+            (Ok(m), Ok(s)) => {
+                m.is_master()
+                    && !s.is_master()
+                    && s.connected
+                    && s.master.as_deref() == Some(master_ha_addr)
+                    && s.max_offset == m.max_offset
+                    && m.slave_ack_offset == Some(m.max_offset)
+            }
+            _ => false,
+        };
+        last = format!("master {m:?}\nslave {s:?}");
+        ok
+    });
+    if done {
+        Ok(())
+    } else {
+        Err(format!(
+            "slave {slave_addr} did not catch up with {master_addr} in {timeout:?}:\n{last}"
+        ))
+    }
+}
+
+/// The broker ids the name server lists for `addr` in [`HA_BROKER_NAME`] (empty when it cannot
+/// be asked).
+#[must_use]
+pub fn registered_ids(namesrv: &str, addr: &str) -> Vec<i64> {
+    let Ok(response) = try_request(
+        namesrv,
+        remoting::RemotingCommand::request(remoting::RequestCode::GetBrokerClusterInfo),
+    ) else {
+        return Vec::new();
+    };
+    let Ok(info) = remoting::fastjson::from_slice::<remoting::protocol::route::ClusterInfo>(
+        &response.body.to_bytes(),
+    ) else {
+        return Vec::new();
+    };
+    info.broker_addr_table
+        .get(HA_BROKER_NAME)
+        .map(|b| {
+            b.broker_addrs
+                .iter()
+                .filter(|(_, a)| a.as_str() == addr)
+                .map(|(id, _)| *id)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the broker at `addr` (any RocketMQ broker) has `topic` in its topic table
+/// (GET_ALL_TOPIC_CONFIG); false when it cannot be asked.
+#[must_use]
+pub fn broker_has_topic(addr: &str, topic: &str) -> bool {
+    try_request(
+        addr,
+        remoting::RemotingCommand::request(remoting::RequestCode::GetAllTopicConfig),
+    )
+    .is_ok_and(|r| {
+        r.code() == 0
+            && String::from_utf8_lossy(&r.body.to_bytes()).contains(&format!("\"{topic}\""))
+    })
+}
+
+/// Polls `done` every 50 ms until it holds (true) or `timeout` passes (false).
+pub fn wait_until(timeout: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if done() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What our `mqadmin` printed.
+#[derive(Debug)]
+pub struct MqadminOutput {
+    /// The arguments, for messages.
+    pub args: Vec<String>,
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// From spawn to exit.
+    pub elapsed: Duration,
+}
+
+impl MqadminOutput {
+    /// Panics with everything it printed unless it exited 0.
+    #[track_caller]
+    pub fn assert_ok(&self) -> &Self {
+        assert!(self.status.success(), "{self}");
+        self
+    }
+
+    /// The value of a `key: value` line (`switchRole` / `haStatus` print their JSON so).
+    #[must_use]
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.stdout.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == key).then(|| v.trim())
+        })
+    }
+}
+
+impl fmt::Display for MqadminOutput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "mqadmin {} -> {} after {:?}",
+            self.args.join(" "),
+            self.status,
+            self.elapsed
+        )?;
+        writeln!(f, "--- stdout\n{}", self.stdout.trim_end())?;
+        writeln!(f, "--- stderr\n{}", self.stderr.trim_end())
+    }
+}
+
+/// Runs our `mqadmin` (`tools` package) with `args`, then `-n namesrv`.
+///
+/// # Panics
+/// When it cannot be started.
+#[must_use]
+pub fn mqadmin(namesrv: &str, args: &[&str]) -> MqadminOutput {
+    let started = Instant::now();
+    let out = Command::new(binary("tools", "mqadmin"))
+        .args(args)
+        .args(["-n", namesrv])
+        .env("RUST_LOG", "warn")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run mqadmin: {e}"));
+    MqadminOutput {
+        args: args.iter().map(|a| (*a).to_owned()).collect(),
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        elapsed: started.elapsed(),
+    }
+}
+
+/// Compares two directories of store files (`commitlog/`, `consumequeue/T/0/`) byte for byte:
+/// the same file names, each with the same bytes. Returns how many files were compared.
+///
+/// # Errors
+/// The first difference: a file on one side only, or the first differing byte offset.
+pub fn compare_store_files(a: &Path, b: &Path) -> Result<usize, String> {
+    let names = |dir: &Path| -> Result<Vec<String>, String> {
+        let mut v: Vec<String> = fs::read_dir(dir)
+            .map_err(|e| format!("{}: {e}", dir.display()))?
+            .filter_map(Result::ok)
+            .filter(|e| e.path().is_file())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        Ok(v)
+    };
+    let (na, nb) = (names(a)?, names(b)?);
+    if na != nb {
+        return Err(format!(
+            "different files: {} has {na:?}, {} has {nb:?}",
+            a.display(),
+            b.display()
+        ));
+    }
+    for name in &na {
+        let (fa, fb) = (a.join(name), b.join(name));
+        let ba = fs::read(&fa).map_err(|e| format!("{}: {e}", fa.display()))?;
+        let bb = fs::read(&fb).map_err(|e| format!("{}: {e}", fb.display()))?;
+        if ba != bb {
+            let at = ba.iter().zip(&bb).position(|(x, y)| x != y);
+            return Err(format!(
+                "{} and {} differ (sizes {} / {}, first difference at byte {at:?})",
+                fa.display(),
+                fb.display(),
+                ba.len(),
+                bb.len()
+            ));
+        }
+    }
+    Ok(na.len())
 }
 
 #[cfg(test)]

@@ -1,0 +1,297 @@
+//! Master/slave replication with real processes: `mqnamesrv`, a sluice SYNC_MASTER and a sluice
+//! SLAVE, the official Java client (4.9.8) producing and consuming.
+//!
+//! - `slave_mirrors_master_refuses_writes_and_serves_reads`: 200 messages sent to the master;
+//!   once `SLUICE_HA_STATUS` shows the slave caught up, the slave's CommitLog files are
+//!   byte-identical to the master's, and so are the consume queues the slave built from them; a
+//!   send straight to the slave is refused with SERVICE_NOT_AVAILABLE and leaves its log alone;
+//!   with the master killed and `slaveReadEnable=true` set on the slave (`mqadmin
+//!   updateBrokerConfig`), a Java push consumer in a new group reads all 200 from the slave.
+//!
+//! Two `#[ignore]`d tests pin down behaviour that differs from Apache RocketMQ (see the report of
+//! issue #6; they fail until the broker changes):
+//!
+//! - `slave_serves_reads_without_master_by_default`: Apache 4.9.7's slave serves pulls even with
+//!   the default `slaveReadEnable=false` (the PULL_RETRY_IMMEDIATELY it sets for a slave is
+//!   overwritten by the status of the read; only `suggestWhichBrokerId` says "master"), so Java
+//!   consumers keep reading from the slave when the master is gone (5.3.3's slave rejects such
+//!   pulls outright: its `PullMessageProcessor.rejectRequest()` is true for a SLAVE without
+//!   `slaveReadEnable`; read from its bytecode, not run). sluice answers PULL_RETRY_IMMEDIATELY with an advanced
+//!   `nextBeginOffset`: the Java consumer receives nothing and moves its offsets past the
+//!   messages.
+//! - `slave_copies_topics_soon_after_start`: a slave knows its master's topics within seconds of
+//!   starting, as Apache 4.9 (first copy 3 s after start, then every 10 s); sluice's first copy,
+//!   like Apache 5.3.3's, comes 60 s after start.
+//!
+//! The main test works around the second (it re-points the slave at its master, which copies
+//! the tables at once) so that the slave knows the topic when it serves it.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step should fail the test"
+)]
+
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use integration_tests::java::{JavaTools, Recv, Sent, V4, unique_name};
+use integration_tests::process::{
+    HaBrokerProcess, NamesrvProcess, compare_store_files, try_request, wait_until,
+};
+use remoting::protocol::broker::SendMessageRequestHeaderV2;
+use remoting::{RemotingCommand, RequestCode};
+
+const MESSAGES: usize = 200;
+/// SERVICE_NOT_AVAILABLE: what a slave answers a send.
+const SERVICE_NOT_AVAILABLE: i32 = 14;
+
+/// A master, a topic of 4 queues on it, then a slave following it.
+struct Pair {
+    ns: NamesrvProcess,
+    master: HaBrokerProcess,
+    slave: HaBrokerProcess,
+    topic: String,
+}
+
+fn pair(slave_settings: &[(&str, &str)]) -> Pair {
+    let ns = NamesrvProcess::start();
+    let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
+    let topic = unique_name("HaRepl");
+    master
+        .mqadmin(&[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            &topic,
+            "-r",
+            "4",
+            "-w",
+            "4",
+        ])
+        .assert_ok();
+    let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, slave_settings);
+    slave
+        .wait_following(&master, Duration::from_secs(20))
+        .unwrap();
+    Pair {
+        ns,
+        master,
+        slave,
+        topic,
+    }
+}
+
+impl Pair {
+    /// Makes the slave copy its master's tables now: `switchRole -r SLAVE` on a slave re-points
+    /// it at its master and copies. Works around the slave's first copy coming only 60 s after
+    /// its start (`slave_copies_topics_soon_after_start`).
+    fn copy_tables_now(&self) {
+        self.slave
+            .mqadmin(&[
+                "switchRole",
+                "-b",
+                &self.slave.addr(),
+                "-r",
+                "SLAVE",
+                "-m",
+                &self.master.addr(),
+            ])
+            .assert_ok();
+        assert!(
+            wait_until(Duration::from_secs(10), || self
+                .slave
+                .has_topic(&self.topic)),
+            "the slave did not copy the topic table"
+        );
+        self.slave
+            .wait_following(&self.master, Duration::from_secs(20))
+            .unwrap();
+    }
+
+    fn produce(&self, java: &JavaTools) -> Vec<Sent> {
+        let out = java.run(
+            "sluice.it.Producer",
+            &[
+                "--namesrv",
+                &self.ns.addr(),
+                "--topic",
+                &self.topic,
+                "--count",
+                &MESSAGES.to_string(),
+                "--keys",
+                "--tag",
+                "TagA",
+            ],
+            Duration::from_secs(120),
+        );
+        out.assert_ok();
+        let sent = Sent::all(out.stdout.lines());
+        assert_eq!(sent.len(), MESSAGES, "{out}");
+        assert!(sent.iter().all(|s| s.status == "SEND_OK"), "{out}");
+        sent
+    }
+
+    /// A Java push consumer of a new group reading the topic from the first offset.
+    fn consume(&self, java: &JavaTools) -> (Vec<Recv>, String) {
+        let out = java.run(
+            "sluice.it.PushConsumer",
+            &[
+                "--namesrv",
+                &self.ns.addr(),
+                "--topic",
+                &self.topic,
+                "--group",
+                &unique_name("slave_read"),
+                "--count",
+                &MESSAGES.to_string(),
+                "--from",
+                "first",
+                "--heartbeat-ms",
+                "1000",
+                "--wait-ms",
+                "45000",
+            ],
+            Duration::from_secs(90),
+        );
+        let text = out.to_string();
+        (Recv::all(out.stdout.lines()), text)
+    }
+}
+
+/// Every sent message received, nothing else.
+#[track_caller]
+fn assert_received_all(recv: &[Recv], sent: &[Sent], out: &str) {
+    let got: BTreeSet<&str> = recv.iter().map(|r| r.msg_id.as_str()).collect();
+    let want: BTreeSet<&str> = sent.iter().map(|s| s.msg_id.as_str()).collect();
+    let missing: Vec<&&str> = want.difference(&got).collect();
+    let unexpected: Vec<&&str> = got.difference(&want).collect();
+    assert!(
+        missing.is_empty() && unexpected.is_empty(),
+        "received {} of {} sent ({} missing, first: {:?}; {} unexpected: {:?})\n{out}",
+        got.len(),
+        want.len(),
+        missing.len(),
+        missing.iter().take(3).collect::<Vec<_>>(),
+        unexpected.len(),
+        unexpected.iter().take(3).collect::<Vec<_>>()
+    );
+}
+
+/// A SEND_MESSAGE_V2 of one small message to `topic`, queue 0.
+fn raw_send(topic: &str) -> RemotingCommand {
+    let header = SendMessageRequestHeaderV2 {
+        producer_group: "ha_replication_raw".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: 0,
+        born_timestamp: 0,
+        flag: 0,
+        properties: Some("TAGS\u{1}raw\u{2}".into()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        max_reconsume_times: None,
+        batch: Some(false),
+        broker_name: None,
+    };
+    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
+        .with_body(Bytes::from_static(b"to the slave"))
+}
+
+#[test]
+fn slave_mirrors_master_refuses_writes_and_serves_reads() {
+    let started = Instant::now();
+    let java = JavaTools::get(V4);
+    let mut p = pair(&[]);
+    p.copy_tables_now();
+    let sent = p.produce(java);
+
+    // Caught up: the same bytes on disk.
+    p.slave
+        .wait_following(&p.master, Duration::from_secs(30))
+        .unwrap();
+    let status = p.master.ha_status().unwrap();
+    let files = compare_store_files(&p.master.commit_log_dir(), &p.slave.commit_log_dir())
+        .unwrap_or_else(|e| panic!("CommitLog: {e}"));
+    let mut queues = 0;
+    for q in 0..4 {
+        let rel = format!("consumequeue/{}/{q}", p.topic);
+        queues += compare_store_files(
+            &p.master.store_dir().join(&rel),
+            &p.slave.store_dir().join(&rel),
+        )
+        .unwrap_or_else(|e| panic!("{rel}: {e}"));
+    }
+
+    // The slave refuses writes and its log stays as it was.
+    let before = p.slave.ha_status().unwrap().max_offset;
+    let answer = try_request(&p.slave.addr(), raw_send(&p.topic)).unwrap();
+    assert_eq!(
+        answer.code(),
+        SERVICE_NOT_AVAILABLE,
+        "a send to the slave: {:?}",
+        answer.remark()
+    );
+    assert_eq!(p.slave.ha_status().unwrap().max_offset, before);
+
+    // The master dies; the slave, told it may serve reads, serves them all.
+    p.master.kill();
+    p.slave
+        .mqadmin(&[
+            "updateBrokerConfig",
+            "-b",
+            &p.slave.addr(),
+            "-k",
+            "slaveReadEnable",
+            "-v",
+            "true",
+        ])
+        .assert_ok();
+    let (recv, out) = p.consume(java);
+    assert_received_all(&recv, &sent, &out);
+    eprintln!(
+        "HA replication: {MESSAGES} messages, master max offset {} acked by the slave, \
+         {files} CommitLog files and {queues} consume-queue files byte-identical, send to slave \
+         refused ({SERVICE_NOT_AVAILABLE}), {} read from the slave with the master down, \
+         took {:.1}s",
+        status.max_offset,
+        recv.len(),
+        started.elapsed().as_secs_f64()
+    );
+}
+
+/// Apache RocketMQ 4.9.7 (checked on its bytecode and on a running 4.9.7 pair): a slave with the
+/// default `slaveReadEnable=false` still serves a pull (its PULL_RETRY_IMMEDIATELY is overwritten
+/// by the read's status), suggesting the master for the next one; with the master gone the
+/// client pulls from the slave again, so consumers keep reading.
+#[test]
+#[ignore = "fails until the slave serves pulls with slaveReadEnable=false as RocketMQ 4.9 does \
+            (broker/src/processor/pull.rs); run with --ignored"]
+fn slave_serves_reads_without_master_by_default() {
+    let java = JavaTools::get(V4);
+    let mut p = pair(&[]);
+    p.copy_tables_now();
+    let sent = p.produce(java);
+    p.slave
+        .wait_following(&p.master, Duration::from_secs(30))
+        .unwrap();
+    p.master.kill();
+    let (recv, out) = p.consume(java);
+    assert_received_all(&recv, &sent, &out);
+}
+
+/// A slave started after its master knows the master's topics within seconds.
+#[test]
+#[ignore = "fails until a slave copies its master's tables as soon as it learns the master, as \
+            RocketMQ 4.9 does (broker/src/slave_sync.rs); run with --ignored"]
+fn slave_copies_topics_soon_after_start() {
+    let p = pair(&[]);
+    assert!(
+        wait_until(Duration::from_secs(15), || p.slave.has_topic(&p.topic)),
+        "the slave does not know topic {} 15 s after it started following its master",
+        p.topic
+    );
+}
