@@ -253,6 +253,9 @@ async fn to_slave(
                 own_end,
                 point, "cutting the tail the new master does not have"
             );
+            // Nothing may read (a master's connections pushing frames) or append (a slave's
+            // client) at the tail while it is cut; `start_slave` below starts the client again.
+            broker.replication.stop();
             let store = Arc::clone(&broker.store);
             tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point)))
                 .await
