@@ -1,0 +1,552 @@
+//! Classic HA between sluice and Apache RocketMQ's own broker
+//! (`org.apache.rocketmq:rocketmq-broker` from Maven Central, run on Java 17, see
+//! `java-broker/README.md`): the HA wire is byte-identical,
+//! so a Java slave follows a sluice master and a sluice slave follows a Java master. Both sides
+//! register with our `mqnamesrv`; the official Java client (4.9.8) produces and consumes.
+//!
+//! - `java_slave_follows_sluice_master_4_9_7`: sluice SYNC_MASTER + Apache 4.9.7 SLAVE. Every send
+//!   is SEND_OK (the sluice master waited for the Java slave's acknowledgement); the Java slave's
+//!   CommitLog is byte-identical to the master's, and so are the consume queues it built; with
+//!   the master killed, a Java consumer reads every message from the Java slave.
+//! - `sluice_slave_follows_java_master_4_9_7` / `_5_3_3`: Apache SYNC_MASTER + sluice SLAVE, the
+//!   same checks the other way round (a 5.x SYNC_MASTER with its default `inSyncReplicas=1` does
+//!   not wait for the slave, so there SEND_OK proves nothing about the slave).
+//! - `java_slave_follows_sluice_master_5_3_3`, `#[ignore]`d: a 5.3.3 slave copies its master's
+//!   topic table only 60 s after it starts, so the read-back takes over a minute
+//!   (`cargo test -p integration-tests --test ha_interop -- --ignored`).
+//!
+//! A Java slave copies its master's topic table through the master's "VIP" channel
+//! (`listenPort - 2`), which sluice does not open; until it does, the tests stand in a plain TCP
+//! forwarder there ([`VipStandIn`]). `java_slave_copies_topics_from_sluice_master` (ignored) runs
+//! without it and fails until sluice listens there.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step should fail the test"
+)]
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::io;
+use std::net::{Shutdown, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use integration_tests::java::{self, JavaTools, Recv, Sent, V4, unique_name};
+use integration_tests::ports;
+use integration_tests::process::{
+    ChildProcess, HaBrokerProcess, NamesrvProcess, ProcessSpec, Readiness, TestDir,
+    broker_has_topic, compare_store_files, registered_ids, wait_until,
+};
+
+const MESSAGES: usize = 100;
+/// Apache brokers run on one of these.
+const APACHE_4: &str = "4.9.7";
+const APACHE_5: &str = "5.3.3";
+
+/// JVM flags of an Apache broker: a small heap, and what JDK 17 needs opened for 4.9.x's store
+/// (without `jdk.internal.ref` / `sun.nio.ch` it cannot unmap its files and the next start fails
+/// to load them). 5.x runs with the same flags.
+const BROKER_JVM_FLAGS: &[&str] = &[
+    "-Xms256m",
+    "-Xmx256m",
+    "-XX:MaxDirectMemorySize=256m",
+    "-XX:+UseSerialGC",
+    "-Djava.net.preferIPv4Stack=true",
+    "--add-opens",
+    "java.base/java.nio=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens",
+    "java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports",
+    "java.base/jdk.internal.ref=ALL-UNNAMED",
+];
+
+/// How long an Apache broker may take to start (a cold JVM on a busy 2-core machine).
+const APACHE_READY: Duration = Duration::from_secs(90);
+
+/// `java-broker/build.sh VERSION <cache>/apache-broker`, once per version and process: the class
+/// path and `ROCKETMQ_HOME`.
+fn apache_broker(version: &str) -> (String, PathBuf) {
+    static BUILT: Mutex<Vec<(String, String, PathBuf)>> = Mutex::new(Vec::new());
+    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, cp, home)) = built.iter().find(|(v, _, _)| v == version) {
+        return (cp.clone(), home.clone());
+    }
+    let out_dir = java::cache_dir().join("apache-broker");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("java-broker")
+        .join("build.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(version)
+        .arg(&out_dir)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
+    assert!(
+        out.status.success(),
+        "{} {version} failed:\n{}",
+        script.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dir = out_dir.join(version);
+    let cp = fs::read_to_string(dir.join("classpath.txt"))
+        .unwrap()
+        .trim()
+        .to_owned();
+    let home = dir.join("rocketmq-home");
+    built.push((version.to_owned(), cp.clone(), home.clone()));
+    (cp, home)
+}
+
+fn java_binary() -> PathBuf {
+    std::env::var_os("JAVA_HOME")
+        .map(|h| Path::new(&h).join("bin").join("java"))
+        .filter(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("java"))
+}
+
+/// An Apache RocketMQ broker of pair [`HA_BROKER_NAME`](integration_tests::process::HA_BROKER_NAME)
+/// registered with our name server: `brokerIP1`/`brokerIP2` 127.0.0.1, 16 MiB CommitLog files (as
+/// ours), no ACL, its store and `user.home` (its logs: `home/logs/rocketmqlogs/`) in a temp dir.
+/// Ports as [`HaBrokerProcess`]'s: `listenPort - 2` (its VIP channel) to `listenPort + 1` (HA).
+struct ApacheBroker {
+    process: ChildProcess,
+    port: u16,
+}
+
+impl ApacheBroker {
+    fn start(version: &str, namesrv: &str, role: &str, id: i64, extra: &[(&str, &str)]) -> Self {
+        let (classpath, rocketmq_home) = apache_broker(version);
+        let dir = TestDir::new(&format!("apache-{version}-{}", role.to_lowercase()));
+        let ports = ports::reserve_consecutive(4);
+        let port = ports[2].port();
+        let store = dir.path().join("store");
+        let mut conf = vec![
+            ("brokerClusterName", "DefaultCluster".to_owned()),
+            ("brokerName", "broker-a".to_owned()),
+            ("brokerId", id.to_string()),
+            ("brokerRole", role.to_owned()),
+            ("namesrvAddr", namesrv.to_owned()),
+            ("brokerIP1", "127.0.0.1".to_owned()),
+            ("brokerIP2", "127.0.0.1".to_owned()),
+            ("listenPort", port.to_string()),
+            ("storePathRootDir", store.display().to_string()),
+            (
+                "storePathCommitLog",
+                store.join("commitlog").display().to_string(),
+            ),
+            ("mappedFileSizeCommitLog", (16 * 1024 * 1024).to_string()),
+            ("flushDiskType", "ASYNC_FLUSH".to_owned()),
+            ("autoCreateTopicEnable", "true".to_owned()),
+            // 5.x: no timer wheel files (hundreds of MB) in a test.
+            ("timerWheelEnable", "false".to_owned()),
+        ];
+        conf.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        let text: String = conf.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
+        let conf_path = dir.path().join("broker.conf");
+        fs::write(&conf_path, text).unwrap();
+        let home = dir.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let mut spec = ProcessSpec::new(
+            &format!("apache-broker-{}", role.to_lowercase()),
+            java_binary(),
+        )
+        .env("ROCKETMQ_HOME", &rocketmq_home)
+        .readiness(Readiness::Connect(ports[2].addr()));
+        spec.ready_timeout = APACHE_READY;
+        for flag in BROKER_JVM_FLAGS {
+            spec = spec.arg(flag);
+        }
+        spec = spec
+            .arg(format!("-Duser.home={}", home.display()))
+            .arg("-Drocketmq.namesrv.domain=127.0.0.1:9")
+            .arg("-cp")
+            .arg(&classpath)
+            .arg("org.apache.rocketmq.broker.BrokerStartup")
+            .arg("-c")
+            .arg(&conf_path);
+        let broker = ApacheBroker {
+            process: ChildProcess::start(spec, dir, ports),
+            port,
+        };
+        let addr = broker.addr();
+        assert!(
+            wait_until(APACHE_READY, || registered_ids(namesrv, &addr)
+                .contains(&id)),
+            "Apache broker {addr} did not register as {id}:\n{}",
+            broker.log_tail()
+        );
+        broker
+    }
+
+    fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
+    }
+
+    fn ha_addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port + 1)
+    }
+
+    fn store_dir(&self) -> PathBuf {
+        self.process.dir().join("store")
+    }
+
+    fn log_tail(&self) -> String {
+        let log = self.process.dir().join("home/logs/rocketmqlogs/broker.log");
+        let text = fs::read_to_string(&log).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        format!(
+            "--- {} (last 40 lines)\n{}",
+            log.display(),
+            lines[lines.len().saturating_sub(40)..].join("\n")
+        )
+    }
+}
+
+/// A plain TCP forwarder from `listenPort - 2` to `listenPort` of a sluice broker, standing in
+/// for the "VIP" channel an Apache broker opens there (a Java slave copies its master's topic
+/// table through it). Stops accepting when dropped; forwarded connections end with the broker's.
+struct VipStandIn {
+    stop: Arc<AtomicBool>,
+    addr: String,
+}
+
+impl VipStandIn {
+    fn start(broker: &HaBrokerProcess) -> Self {
+        let listen = format!("127.0.0.1:{}", broker.port() - 2);
+        let target = broker.addr();
+        let listener = TcpListener::bind(&listen).unwrap();
+        let stop = Arc::new(AtomicBool::new(false));
+        let stopping = Arc::clone(&stop);
+        thread::spawn(move || {
+            for client in listener.incoming() {
+                if stopping.load(Ordering::Acquire) {
+                    return;
+                }
+                let Ok(client) = client else { continue };
+                let Ok(upstream) = TcpStream::connect(&target) else {
+                    continue;
+                };
+                pump(&client, &upstream);
+                pump(&upstream, &client);
+            }
+        });
+        VipStandIn { stop, addr: listen }
+    }
+}
+
+impl Drop for VipStandIn {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        // Wakes the accept loop.
+        let _ = TcpStream::connect(&self.addr);
+    }
+}
+
+/// Copies `from` to `to` on a thread until `from` ends.
+fn pump(from: &TcpStream, to: &TcpStream) {
+    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
+        return;
+    };
+    thread::spawn(move || {
+        let _ = io::copy(&mut from, &mut to);
+        let _ = to.shutdown(Shutdown::Write);
+    });
+}
+
+/// Sends probe messages (to a topic of their own) until the SYNC_MASTER answers SEND_OK, i.e.
+/// its slave acknowledges. A Java 4.9.7 slave first reports its offset one heartbeat interval
+/// (5 s) after it connects; until then a sluice master answers SLAVE_NOT_AVAILABLE (Apache's
+/// would wait for the acknowledgement, up to `slaveTimeout`).
+fn wait_sync_ok(namesrv: &str) {
+    let probe = unique_name("InteropProbe");
+    let mut last = None;
+    let ok = wait_until(Duration::from_secs(60), || {
+        let out = integration_tests::process::mqadmin(
+            namesrv,
+            &["sendMessage", "-t", &probe, "-p", "probe"],
+        );
+        let ok = out.status.success() && out.stdout.contains("SEND_OK");
+        last = Some(out);
+        ok
+    });
+    assert!(ok, "no SEND_OK from the SYNC_MASTER: {}", last.unwrap());
+}
+
+/// `updateTopic -c DefaultCluster` with 4 queues: created on the pair's master.
+fn create_topic(namesrv: &str, topic: &str) {
+    let out = integration_tests::process::mqadmin(
+        namesrv,
+        &[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            topic,
+            "-r",
+            "4",
+            "-w",
+            "4",
+        ],
+    );
+    out.assert_ok();
+}
+
+fn produce(java: &JavaTools, ns: &str, topic: &str) -> Vec<Sent> {
+    let out = java.run(
+        "sluice.it.Producer",
+        &[
+            "--namesrv",
+            ns,
+            "--topic",
+            topic,
+            "--count",
+            &MESSAGES.to_string(),
+            "--keys",
+            "--tag",
+            "TagA",
+        ],
+        Duration::from_secs(120),
+    );
+    out.assert_ok();
+    let sent = Sent::all(out.stdout.lines());
+    assert_eq!(sent.len(), MESSAGES, "{out}");
+    let statuses: BTreeSet<&str> = sent.iter().map(|s| s.status.as_str()).collect();
+    assert_eq!(
+        statuses,
+        BTreeSet::from(["SEND_OK"]),
+        "a SYNC_MASTER answers SEND_OK once its slave acknowledged:\n{out}"
+    );
+    sent
+}
+
+/// A Java push consumer of a new group reads every sent message (from whatever broker the
+/// route offers: only the slave is left).
+fn assert_consumed(java: &JavaTools, ns: &str, topic: &str, sent: &[Sent]) {
+    let out = java.run(
+        "sluice.it.PushConsumer",
+        &[
+            "--namesrv",
+            ns,
+            "--topic",
+            topic,
+            "--group",
+            &unique_name("interop_read"),
+            "--count",
+            &MESSAGES.to_string(),
+            "--from",
+            "first",
+            "--heartbeat-ms",
+            "1000",
+            "--wait-ms",
+            "45000",
+        ],
+        Duration::from_secs(90),
+    );
+    let got: BTreeSet<String> = Recv::all(out.stdout.lines())
+        .into_iter()
+        .map(|r| r.msg_id)
+        .collect();
+    let want: BTreeSet<String> = sent.iter().map(|s| s.msg_id.clone()).collect();
+    assert!(
+        got == want,
+        "read {} of {} from the slave:\n{out}",
+        got.intersection(&want).count(),
+        want.len()
+    );
+}
+
+/// Polls until the two stores hold the same CommitLog and consume-queue files for `topic`.
+fn assert_identical(master: &Path, slave: &Path, topic: &str, what: &str) -> usize {
+    let compare = || -> Result<usize, String> {
+        let mut n = compare_store_files(&master.join("commitlog"), &slave.join("commitlog"))?;
+        for q in 0..4 {
+            let rel = format!("consumequeue/{topic}/{q}");
+            n += compare_store_files(&master.join(&rel), &slave.join(&rel))?;
+        }
+        Ok(n)
+    };
+    let mut last = Err(String::new());
+    wait_until(Duration::from_secs(30), || {
+        last = compare();
+        last.is_ok()
+    });
+    last.unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+fn java_slave_follows_sluice_master(version: &str, vip_stand_in: bool) {
+    let started = Instant::now();
+    let java = JavaTools::get(V4);
+    let ns = NamesrvProcess::start();
+    let ns_addr = ns.addr();
+    let master = HaBrokerProcess::start_master("sluice-master", &ns_addr, "SYNC_MASTER", &[]);
+    let _vip = vip_stand_in.then(|| VipStandIn::start(&master));
+    let topic = unique_name("InteropJs");
+    create_topic(&ns_addr, &topic);
+
+    // The Java slave learns the master's HA address from the name server.
+    let mut slave = ApacheBroker::start(
+        version,
+        &ns_addr,
+        "SLAVE",
+        1,
+        &[("slaveReadEnable", "true")],
+    );
+    assert!(
+        wait_until(Duration::from_secs(60), || master
+            .ha_status()
+            .is_ok_and(|s| !s.slaves.is_empty())),
+        "the Java slave did not connect to the sluice master:\n{}",
+        slave.log_tail()
+    );
+    wait_sync_ok(&ns_addr);
+    let sent = produce(java, &ns_addr, &topic);
+    let status = master.ha_status().unwrap();
+    assert_eq!(
+        status.slave_ack_offset,
+        Some(status.max_offset),
+        "the Java slave acknowledged everything: {status:?}"
+    );
+    let files = assert_identical(
+        &master.store_dir(),
+        &slave.store_dir(),
+        &topic,
+        "Java slave of a sluice master",
+    );
+
+    // The Java slave copies the topic table (through the VIP channel) and serves it alone.
+    assert!(
+        wait_until(Duration::from_secs(90), || broker_has_topic(
+            &slave.addr(),
+            &topic
+        )),
+        "the Java slave did not copy topic {topic} from the sluice master:\n{}",
+        slave.log_tail()
+    );
+    let mut master = master;
+    master.kill();
+    assert_consumed(java, &ns_addr, &topic, &sent);
+    eprintln!(
+        "HA interop: Apache {version} slave of a sluice SYNC_MASTER: {MESSAGES} sends SEND_OK \
+         (acked by the Java slave up to {}), {files} CommitLog/consume-queue files byte-identical, \
+         all {MESSAGES} read from the Java slave with the master down; took {:.1}s",
+        status.max_offset,
+        started.elapsed().as_secs_f64()
+    );
+    slave.process.stop();
+}
+
+fn sluice_slave_follows_java_master(version: &str) {
+    let started = Instant::now();
+    let java = JavaTools::get(V4);
+    let ns = NamesrvProcess::start();
+    let ns_addr = ns.addr();
+    let mut master = ApacheBroker::start(version, &ns_addr, "SYNC_MASTER", 0, &[]);
+    let topic = unique_name("InteropSj");
+    create_topic(&ns_addr, &topic);
+
+    // The sluice slave learns the Java master's HA address from the name server.
+    let slave = HaBrokerProcess::start(
+        "sluice-slave",
+        &ns_addr,
+        "SLAVE",
+        1,
+        &[("slaveReadEnable", "true")],
+    );
+    assert!(
+        wait_until(Duration::from_secs(30), || slave.ha_status().is_ok_and(
+            |s| s.connected && s.master.as_deref() == Some(master.ha_addr().as_str())
+        )),
+        "the sluice slave did not follow the Java master: {:?}",
+        slave.ha_status()
+    );
+    // The slave's first copy of its master's tables comes 60 s after its start; re-pointing it
+    // copies them now (not with `-m`: that asks the master for SLUICE_HA_STATUS).
+    slave
+        .mqadmin(&[
+            "switchRole",
+            "-b",
+            &slave.addr(),
+            "-r",
+            "SLAVE",
+            "--haMasterAddress",
+            &master.ha_addr(),
+        ])
+        .assert_ok();
+    wait_sync_ok(&ns_addr);
+    let sent = produce(java, &ns_addr, &topic);
+    let files = assert_identical(
+        &master.store_dir(),
+        &slave.store_dir(),
+        &topic,
+        "sluice slave of a Java master",
+    );
+    assert!(
+        wait_until(Duration::from_secs(20), || slave.has_topic(&topic)),
+        "the sluice slave did not copy topic {topic} from the Java master"
+    );
+    master.process.kill();
+    assert_consumed(java, &ns_addr, &topic, &sent);
+    // 4.9: SEND_OK means the slave acknowledged; 5.x with its default inSyncReplicas=1 does not
+    // wait for the slave.
+    let acked = if version.starts_with('4') {
+        "acked by the sluice slave"
+    } else {
+        "5.x does not wait for the slave"
+    };
+    eprintln!(
+        "HA interop: sluice slave of an Apache {version} SYNC_MASTER: {MESSAGES} sends SEND_OK \
+         ({acked}), {files} CommitLog/consume-queue files byte-identical, all {MESSAGES} read \
+         from the sluice slave with the master down; took {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn java_slave_follows_sluice_master_4_9_7() {
+    java_slave_follows_sluice_master(APACHE_4, true);
+}
+
+#[test]
+fn sluice_slave_follows_java_master_4_9_7() {
+    sluice_slave_follows_java_master(APACHE_4);
+}
+
+#[test]
+#[ignore = "slow (a 5.3.3 slave copies its master's topics 60 s after start); run with --ignored"]
+fn java_slave_follows_sluice_master_5_3_3() {
+    java_slave_follows_sluice_master(APACHE_5, true);
+}
+
+#[test]
+fn sluice_slave_follows_java_master_5_3_3() {
+    sluice_slave_follows_java_master(APACHE_5);
+}
+
+/// Without the stand-in on `listenPort - 2`, a Java slave cannot copy a sluice master's topics.
+#[test]
+#[ignore = "fails until sluice's broker also listens on listenPort - 2 (RocketMQ's VIP channel), \
+            where Java slaves fetch their master's topic table; run with --ignored"]
+fn java_slave_copies_topics_from_sluice_master() {
+    let ns = NamesrvProcess::start();
+    let master = HaBrokerProcess::start_master("sluice-master", &ns.addr(), "SYNC_MASTER", &[]);
+    let topic = unique_name("InteropVip");
+    create_topic(&ns.addr(), &topic);
+    let slave = ApacheBroker::start(APACHE_4, &ns.addr(), "SLAVE", 1, &[]);
+    // Apache 4.9.7 copies 3 s after its start, then every 10 s.
+    assert!(
+        wait_until(Duration::from_secs(20), || broker_has_topic(
+            &slave.addr(),
+            &topic
+        )),
+        "the Java slave did not copy topic {topic} from the sluice master {}:\n{}",
+        master.addr(),
+        slave.log_tail()
+    );
+}
