@@ -68,19 +68,35 @@ pub fn without(props: &str, keys: &[&str]) -> String {
     properties::build(properties::iter(props).filter(|(k, _)| !keys.contains(k)))
 }
 
-/// Whether the producer waits for the store (`WAIT` absent or not "false").
-#[must_use]
-pub fn wait_store_ok(props: &str) -> bool {
-    get(props, WAIT).is_none_or(|v| !v.eq_ignore_ascii_case("false"))
+/// What the send path decides from a producer's properties, found in one pass.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SendFlags<'a> {
+    /// The producer waits for the store (`WAIT` absent or not "false").
+    pub wait_store: bool,
+    /// The delay level (`DELAY`), 0 when absent or not a positive number.
+    pub delay_level: i32,
+    /// A transactional half message (`TRAN_MSG` = "true").
+    pub transaction: bool,
+    /// `UNIQ_KEY`, the message id the producer made.
+    pub unique_key: Option<&'a str>,
 }
 
-/// The delay level (`DELAY`), 0 when absent or not a positive number.
-#[must_use]
-pub fn delay_level(props: &str) -> i32 {
-    get(props, DELAY)
-        .and_then(|v| v.trim().parse::<i32>().ok())
-        .filter(|l| *l > 0)
-        .unwrap_or(0)
+impl<'a> SendFlags<'a> {
+    /// Scans `props` once.
+    #[must_use]
+    pub fn scan(props: &'a str) -> Self {
+        let [wait, delay, transaction, unique_key] =
+            properties::get_many(props, [WAIT, DELAY, TRAN_MSG, UNIQ_KEY]);
+        Self {
+            wait_store: wait.is_none_or(|v| !v.eq_ignore_ascii_case("false")),
+            delay_level: delay
+                .and_then(|v| v.trim().parse::<i32>().ok())
+                .filter(|l| *l > 0)
+                .unwrap_or(0),
+            transaction: transaction.is_some_and(|v| v.eq_ignore_ascii_case("true")),
+            unique_key,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -101,10 +117,27 @@ mod tests {
             "CLUSTER\u{1}c\u{2}A\u{1}2"
         );
         assert_eq!(without(p, &[WAIT, TAGS]), "KEYS\u{1}k1 k2");
-        assert!(wait_store_ok(p));
-        assert!(!wait_store_ok("WAIT\u{1}false"));
-        assert_eq!(delay_level("DELAY\u{1}3"), 3);
-        assert_eq!(delay_level("DELAY\u{1}-1"), 0);
-        assert_eq!(delay_level("DELAY\u{1}x"), 0);
+    }
+
+    #[test]
+    fn send_flags_in_one_pass() {
+        let p = "TAGS\u{1}A\u{2}UNIQ_KEY\u{1}u1\u{2}DELAY\u{1}3\u{2}WAIT\u{1}true\u{2}";
+        let f = SendFlags::scan(p);
+        assert!(f.wait_store);
+        assert_eq!(f.delay_level, 3);
+        assert!(!f.transaction);
+        assert_eq!(f.unique_key, Some("u1"));
+        let f = SendFlags::scan("WAIT\u{1}FALSE\u{2}TRAN_MSG\u{1}True\u{2}DELAY\u{1}-1");
+        assert!(!f.wait_store);
+        assert!(f.transaction);
+        assert_eq!(f.delay_level, 0);
+        assert_eq!(f.unique_key, None);
+        assert_eq!(SendFlags::scan("DELAY\u{1}x").delay_level, 0);
+        // The last value wins, as in the Java map the client parses into.
+        assert_eq!(
+            SendFlags::scan("DELAY\u{1}2\u{2}DELAY\u{1}5").delay_level,
+            5
+        );
+        assert_eq!(SendFlags::scan("").unique_key, None);
     }
 }

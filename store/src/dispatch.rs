@@ -106,17 +106,21 @@ struct Props<'a> {
 }
 
 fn scan_props(s: &str) -> Props<'_> {
-    let mut p = Props::default();
-    for (k, v) in properties::iter(s) {
-        match k {
-            properties::TAGS => p.tags = Some(v),
-            properties::KEYS => p.keys = Some(v),
-            properties::UNIQ_KEY => p.uniq_key = Some(v),
-            properties::DELAY => p.delay = Some(v),
-            _ => {}
-        }
+    let [tags, keys, uniq_key, delay] = properties::get_many(
+        s,
+        [
+            properties::TAGS,
+            properties::KEYS,
+            properties::UNIQ_KEY,
+            properties::DELAY,
+        ],
+    );
+    Props {
+        tags,
+        keys,
+        uniq_key,
+        delay,
     }
-    p
 }
 
 type Listeners = Arc<Vec<Arc<dyn DispatchListener>>>;

@@ -750,17 +750,12 @@ fn unit_matches(i: &Inner, topic: &str, queue_id: i32, u: &CqUnit, q: u64, cl: (
         return false;
     };
     let props = String::from_utf8_lossy(m.properties);
+    let [tags, delay] = properties::get_many(&props, [properties::TAGS, properties::DELAY]);
     m.total_size == u.size
         && m.queue_offset == q
         && m.queue_id == queue_id
         && m.topic == topic
-        && tags_code(
-            m.topic,
-            properties::get(&props, properties::TAGS),
-            properties::get(&props, properties::DELAY),
-            m.store_timestamp,
-            &i.delay_levels,
-        ) == u.tags_code
+        && tags_code(m.topic, tags, delay, m.store_timestamp, &i.delay_levels) == u.tags_code
 }
 
 /// Recovers the consume queues and the index against the recovered CommitLog, then

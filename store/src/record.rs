@@ -620,6 +620,18 @@ pub mod properties {
             .last()
     }
 
+    /// The values of several keys in one pass (the last one wins for each, as [`get`]).
+    #[must_use]
+    pub fn get_many<'a, const N: usize>(props: &'a str, keys: [&str; N]) -> [Option<&'a str>; N] {
+        let mut found = [None; N];
+        for (k, v) in iter(props) {
+            if let Some(i) = keys.iter().position(|key| *key == k) {
+                found[i] = Some(v);
+            }
+        }
+        found
+    }
+
     /// Builds a properties string from pairs (no trailing separator).
     #[must_use]
     pub fn build<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
@@ -799,6 +811,17 @@ mod tests {
             Some("b")
         );
         assert_eq!(properties::iter("\u{1}v\u{2}A\u{1}").count(), 0);
+    }
+
+    #[test]
+    fn get_many_agrees_with_get() {
+        let s = "TAGS\u{1}a\u{2}KEYS\u{1}k\u{2}\u{1}x\u{2}TAGS\u{1}b\u{2}E\u{1}\u{2}U\u{1}u";
+        let keys = ["TAGS", "KEYS", "U", "E", "missing"];
+        let many = properties::get_many(s, keys);
+        for (key, value) in keys.iter().zip(many) {
+            assert_eq!(value, properties::get(s, key), "{key}");
+        }
+        assert_eq!(many[0], Some("b"));
     }
 
     #[test]

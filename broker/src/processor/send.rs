@@ -51,7 +51,8 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
     };
     let batch =
         request.code() == RequestCode::SendBatchMessage.code() || header.batch == Some(true);
-    let prepared = match prepare(broker, channel, request, &header, batch) {
+    let flags = message::SendFlags::scan(header.properties.as_deref().unwrap_or(""));
+    let prepared = match prepare(broker, channel, request, &header, &flags, batch) {
         Ok(p) => p,
         Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
     };
@@ -60,11 +61,10 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         Prepared::Batch(b) => broker.store.put_messages(b),
     };
     broker.stats.record_put(&header.topic, &result);
-    let wait =
-        result.status.is_ok() && message::wait_store_ok(header.properties.as_deref().unwrap_or(""));
+    let wait = result.status.is_ok() && flags.wait_store;
     let queue_id = prepared.queue_id();
     let unique_key = match &prepared {
-        Prepared::One(m) => message::get(&m.properties, message::UNIQ_KEY).map(str::to_owned),
+        Prepared::One(_) => flags.unique_key.map(str::to_owned),
         Prepared::Batch(_) => None,
     };
     let base = send_response_extras(
@@ -149,6 +149,7 @@ fn prepare(
     channel: &Channel,
     request: &RemotingCommand,
     header: &SendMessageRequestHeader,
+    flags: &message::SendFlags<'_>,
     batch: bool,
 ) -> Result<Prepared, Refusal> {
     let topic_config = check(broker, channel, header)?;
@@ -173,7 +174,7 @@ fn prepare(
         )
     };
     let reconsume_times = header.reconsume_times.unwrap_or(0);
-    let mut delay = message::delay_level(&props);
+    let mut delay = flags.delay_level;
     // A message sent to a retry topic too often goes to the group's DLQ.
     if let Some(group) = topic.strip_prefix(system::RETRY_GROUP_TOPIC_PREFIX) {
         let group_config = broker.groups.find_or_create(group).ok_or_else(|| {
@@ -228,9 +229,7 @@ fn prepare(
             properties: props,
         }));
     }
-    if sys_flag::transaction_type(sys) == sys_flag::TRANSACTION_PREPARED_TYPE
-        || message::get(&props, message::TRAN_MSG).is_some_and(|v| v.eq_ignore_ascii_case("true"))
-    {
+    if sys_flag::transaction_type(sys) == sys_flag::TRANSACTION_PREPARED_TYPE || flags.transaction {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
             format!(
