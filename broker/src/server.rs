@@ -163,6 +163,10 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
                     if following.as_deref() != Some(master.as_str()) {
                         crate::processor::role::follow(&broker, master, ha_addr).await;
                         following = Some(master.clone());
+                        // Copy the new master's tables now, not a SYNC_INTERVAL later: a
+                        // slave must know its topics before it serves them (RocketMQ 4.9's
+                        // first copy comes 3 s after start).
+                        broker.sync_now.notify_one();
                     }
                 }
             } else {

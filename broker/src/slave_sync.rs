@@ -18,7 +18,8 @@ use tracing::{debug, warn};
 use crate::broker::Broker;
 
 /// How often a slave copies its master's tables (the issue asks for 60 s; RocketMQ 4.9
-/// uses 10 s; a role switch also triggers a copy at once through `sync_now`).
+/// uses 10 s). Learning a (new) master from the name server and a role switch also
+/// trigger a copy at once through `sync_now`.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(60);
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
