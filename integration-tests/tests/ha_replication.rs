@@ -8,8 +8,8 @@
 //!   with the master killed and `slaveReadEnable=true` set on the slave (`mqadmin
 //!   updateBrokerConfig`), a Java push consumer in a new group reads all 200 from the slave.
 //!
-//! Two `#[ignore]`d tests pin down behaviour that differs from Apache RocketMQ (see the report of
-//! issue #6; they fail until the broker changes):
+//! One `#[ignore]`d test pins down behaviour that differs from Apache RocketMQ (see the report of
+//! issue #6; it fails until the broker changes):
 //!
 //! - `slave_serves_reads_without_master_by_default`: Apache 4.9.7's slave serves pulls even with
 //!   the default `slaveReadEnable=false` (the PULL_RETRY_IMMEDIATELY it sets for a slave is
@@ -19,12 +19,11 @@
 //!   `slaveReadEnable`; read from its bytecode, not run). sluice answers PULL_RETRY_IMMEDIATELY with an advanced
 //!   `nextBeginOffset`: the Java consumer receives nothing and moves its offsets past the
 //!   messages.
-//! - `slave_copies_topics_soon_after_start`: a slave knows its master's topics within seconds of
-//!   starting, as Apache 4.9 (first copy 3 s after start, then every 10 s); sluice's first copy,
-//!   like Apache 5.3.3's, comes 60 s after start.
 //!
-//! The main test works around the second (it re-points the slave at its master, which copies
-//! the tables at once) so that the slave knows the topic when it serves it.
+//! `slave_copies_topics_soon_after_start`: a slave knows its master's topics within seconds of
+//! starting (it copies its master's tables as soon as it learns the master from the name server,
+//! then every 60 s), as Apache 4.9 does (first copy 3 s after start, then every 10 s); Apache
+//! 5.3.3's first copy comes 60 s after start.
 
 #![allow(
     clippy::unwrap_used,
@@ -84,30 +83,15 @@ fn pair(slave_settings: &[(&str, &str)]) -> Pair {
 }
 
 impl Pair {
-    /// Makes the slave copy its master's tables now: `switchRole -r SLAVE` on a slave re-points
-    /// it at its master and copies. Works around the slave's first copy coming only 60 s after
-    /// its start (`slave_copies_topics_soon_after_start`).
-    fn copy_tables_now(&self) {
-        self.slave
-            .mqadmin(&[
-                "switchRole",
-                "-b",
-                &self.slave.addr(),
-                "-r",
-                "SLAVE",
-                "-m",
-                &self.master.addr(),
-            ])
-            .assert_ok();
+    /// Waits until the slave copied its master's topic table (at once when it learns its
+    /// master, `slave_copies_topics_soon_after_start`), so that it knows the topic it serves.
+    fn wait_tables_copied(&self) {
         assert!(
-            wait_until(Duration::from_secs(10), || self
+            wait_until(Duration::from_secs(15), || self
                 .slave
                 .has_topic(&self.topic)),
-            "the slave did not copy the topic table"
+            "the slave did not copy the topic table within 15 s of following its master"
         );
-        self.slave
-            .wait_following(&self.master, Duration::from_secs(20))
-            .unwrap();
     }
 
     fn produce(&self, java: &JavaTools) -> Vec<Sent> {
@@ -206,7 +190,7 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
     let started = Instant::now();
     let java = JavaTools::get(V4);
     let mut p = pair(&[]);
-    p.copy_tables_now();
+    p.wait_tables_copied();
     let sent = p.produce(java);
 
     // Caught up: the same bytes on disk.
@@ -273,7 +257,7 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
 fn slave_serves_reads_without_master_by_default() {
     let java = JavaTools::get(V4);
     let mut p = pair(&[]);
-    p.copy_tables_now();
+    p.wait_tables_copied();
     let sent = p.produce(java);
     p.slave
         .wait_following(&p.master, Duration::from_secs(30))
@@ -285,8 +269,6 @@ fn slave_serves_reads_without_master_by_default() {
 
 /// A slave started after its master knows the master's topics within seconds.
 #[test]
-#[ignore = "fails until a slave copies its master's tables as soon as it learns the master, as \
-            RocketMQ 4.9 does (broker/src/slave_sync.rs); run with --ignored"]
 fn slave_copies_topics_soon_after_start() {
     let p = pair(&[]);
     assert!(

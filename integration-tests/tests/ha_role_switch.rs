@@ -186,17 +186,13 @@ fn racing_switches_leave_one_master_and_one_schedule_service() {
     }
     let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
     b.wait_following(&a, Duration::from_secs(20)).unwrap();
-    // B copies A's tables now (its own first copy would come 60 s after its start), so it
-    // knows the topic whenever it is master.
-    b.mqadmin(
-        &to_slave_of(&b, &a)
-            .iter()
-            .map(String::as_str)
-            .collect::<Vec<_>>(),
-    )
-    .assert_ok();
-    assert!(wait_until(Duration::from_secs(10), || b.has_topic(&topic)
-        && b.has_topic(&topic0)));
+    // B copied A's tables when it learned its master, so it knows the topics whenever it is
+    // master.
+    assert!(
+        wait_until(Duration::from_secs(15), || b.has_topic(&topic)
+            && b.has_topic(&topic0)),
+        "B did not copy A's topics"
+    );
     assert_consistent(&ns_addr, &a, &b, "start");
 
     // M0: delivered by A before anything switches.
