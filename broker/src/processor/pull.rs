@@ -274,7 +274,10 @@ fn pull(
                 suggest = group.broker_id;
             }
         } else {
-            code = ResponseCode::PullRetryImmediately;
+            // RocketMQ 4.9 sets PULL_RETRY_IMMEDIATELY here and then overwrites it with the
+            // read's status: a slave without slaveReadEnable still serves what it holds and
+            // only points the client back at the master. Answering "retry" with an advanced
+            // nextBeginOffset would move a consumer past messages it never received.
             suggest = system::MASTER_ID;
         }
         if code == ResponseCode::PullOffsetMoved && !config.offset_check_in_slave {
