@@ -169,9 +169,14 @@ pub fn all_subscription_groups(broker: &Broker) -> Handled {
     Ok(success().with_body(json(&broker.groups.wrapper())?))
 }
 
-/// GET_ALL_CONSUMER_OFFSET (43).
+/// GET_ALL_CONSUMER_OFFSET (43). The body carries a `dataVersion` stamped now, as 5.x's does:
+/// a 5.x slave copies it into its own table's version and fails on a body without one.
 pub fn all_consumer_offsets(broker: &Broker) -> Handled {
-    Ok(success().with_body(json(&broker.offsets.wrapper())?))
+    let mut wrapper = broker.offsets.wrapper();
+    wrapper.data_version = Some(remoting::protocol::topic::DataVersion::new(
+        crate::clock::now_ms(),
+    ));
+    Ok(success().with_body(json(&wrapper)?))
 }
 
 /// GET_ALL_DELAY_OFFSET (45): the schedule service's progress per delay level.
