@@ -7,23 +7,18 @@
 //!   send straight to the slave is refused with SERVICE_NOT_AVAILABLE and leaves its log alone;
 //!   with the master killed and `slaveReadEnable=true` set on the slave (`mqadmin
 //!   updateBrokerConfig`), a Java push consumer in a new group reads all 200 from the slave.
-//!
-//! One `#[ignore]`d test pins down behaviour that differs from Apache RocketMQ (see the report of
-//! issue #6; it fails until the broker changes):
-//!
-//! - `slave_serves_reads_without_master_by_default`: Apache 4.9.7's slave serves pulls even with
-//!   the default `slaveReadEnable=false` (the PULL_RETRY_IMMEDIATELY it sets for a slave is
+//! - `slave_serves_reads_without_master_by_default`: as Apache 4.9.7's, a slave with the default
+//!   `slaveReadEnable=false` still serves a pull (4.9's PULL_RETRY_IMMEDIATELY for a slave is
 //!   overwritten by the status of the read; only `suggestWhichBrokerId` says "master"), so Java
-//!   consumers keep reading from the slave when the master is gone (5.3.3's slave rejects such
+//!   consumers keep reading from the slave when the master is gone. (5.3.3's slave rejects such
 //!   pulls outright: its `PullMessageProcessor.rejectRequest()` is true for a SLAVE without
-//!   `slaveReadEnable`; read from its bytecode, not run). sluice answers PULL_RETRY_IMMEDIATELY with an advanced
-//!   `nextBeginOffset`: the Java consumer receives nothing and moves its offsets past the
-//!   messages.
-//!
-//! `slave_copies_topics_soon_after_start`: a slave knows its master's topics within seconds of
-//! starting (it copies its master's tables as soon as it learns the master from the name server,
-//! then every 60 s), as Apache 4.9 does (first copy 3 s after start, then every 10 s); Apache
-//! 5.3.3's first copy comes 60 s after start.
+//!   `slaveReadEnable`; read from its bytecode, not run.) sluice used to answer
+//!   PULL_RETRY_IMMEDIATELY with an advanced `nextBeginOffset`, which moved the consumer's
+//!   offsets past messages it never received.
+//! - `slave_copies_topics_soon_after_start`: a slave knows its master's topics within seconds of
+//!   starting (it copies its master's tables as soon as it learns the master from the name
+//!   server, then every 60 s), as Apache 4.9 does (first copy 3 s after start, then every 10 s);
+//!   Apache 5.3.3's first copy comes 60 s after start.
 
 #![allow(
     clippy::unwrap_used,
@@ -252,8 +247,6 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
 /// by the read's status), suggesting the master for the next one; with the master gone the
 /// client pulls from the slave again, so consumers keep reading.
 #[test]
-#[ignore = "fails until the slave serves pulls with slaveReadEnable=false as RocketMQ 4.9 does \
-            (broker/src/processor/pull.rs); run with --ignored"]
 fn slave_serves_reads_without_master_by_default() {
     let java = JavaTools::get(V4);
     let mut p = pair(&[]);
