@@ -53,9 +53,12 @@ pub struct ProducerArgs {
     /// Sender tasks.
     #[arg(long = "threads", default_value_t = 16)]
     pub threads: usize,
-    /// How long to send.
+    /// How long to send (at most, with `--messages`).
     #[arg(long = "duration", value_parser = parse_duration, default_value = "30s")]
     pub duration: Duration,
+    /// Stop once this many messages are stored (e.g. to fill a backlog of a given size).
+    #[arg(long = "messages")]
+    pub messages: Option<u64>,
     /// sync, async or oneway.
     #[arg(long = "mode", value_enum, default_value_t = Mode::Sync)]
     pub mode: Mode,
@@ -183,10 +186,15 @@ impl Worker {
     ) {
         let started = Instant::now();
         match client.send(&queue.addr, header, body, batch, timeout).await {
-            Ok(_) => {
+            Ok(r) if r.code == 0 => {
                 recorder.record(started.elapsed());
                 run.counters.ok(messages, payload);
             }
+            // Stored, but not as asked (FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT,
+            // SLAVE_NOT_AVAILABLE): an error by code, as a benchmark must see it.
+            Ok(r) => run
+                .counters
+                .error(Some(r.code), "", crate::client::send_status(r.code)),
             Err(e) => run
                 .counters
                 .error(e.response_code(), &transport_kind(&e), &e.detail()),
@@ -366,7 +374,17 @@ pub async fn run(
         };
         workers.push(tokio::spawn(w.run()));
     }
-    tokio::time::sleep(args.duration).await;
+    match args.messages {
+        None => tokio::time::sleep(args.duration).await,
+        Some(total) => {
+            let deadline = tokio::time::Instant::now() + args.duration;
+            while tokio::time::Instant::now() < deadline
+                && run.counters.messages.load(Ordering::Relaxed) < total
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    }
     run.stop.store(true, Ordering::Relaxed);
     for w in workers {
         let _ = w.await;
@@ -392,6 +410,11 @@ pub async fn run(
                 args.rate.map_or("unlimited".to_owned(), |r| r.to_string()),
             ),
             ("inflight", view.inflight.to_string()),
+            (
+                "messages",
+                args.messages
+                    .map_or("unlimited".to_owned(), |m| m.to_string()),
+            ),
         ]),
         elapsed,
         &run.counters,
