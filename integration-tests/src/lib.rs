@@ -10,11 +10,13 @@
 //! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); also the process
 //!   runner (`ClientProcess`, `ClientOutput`) shared with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
+//! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
 #![allow(
     clippy::unwrap_used,
     reason = "test harness: a failed setup step should fail the test loudly"
 )]
 
+pub mod bench;
 pub mod child;
 pub mod client;
 pub mod client_suite;

@@ -1,0 +1,543 @@
+//! The side-by-side bench driver (issue 7): for each scenario, a fresh cluster of sluice and
+//! one of Apache RocketMQ 5.3.3 (name server + broker from Maven Central jars, Java 17), the
+//! same store settings, warm-up, `mqbench`, the broker's CPU seconds and RSS from `/proc`,
+//! stop; repeated; results as JSON, BENCHMARKS.md and SVG charts.
+//!
+//! ```sh
+//! cargo run --release -p integration-tests --bin bench                    # full run, writes BENCHMARKS.md
+//! cargo run --release -p integration-tests --bin bench -- --quick         # minutes; target/bench/<run>/
+//! cargo run --release -p integration-tests --bin bench -- --scenario async-1k --repeat 5
+//! cargo run --release -p integration-tests --bin bench -- --render target/bench/<run>/results.json
+//! ```
+//!
+//! Layout:
+//! - `procs`: child processes in their own process groups, killed on drop, panic and Ctrl-C;
+//!   CPU and `RssAnon` from `/proc`.
+//! - `cluster`: name server + master (+ slave) of either system on reserved loopback ports.
+//! - `scenario`: the scenarios and one run of one.
+//! - `machine`: machine description, the disk's write ceiling, criterion results.
+//! - `report`: medians, goals, BENCHMARKS.md, SVG charts.
+
+pub mod cluster;
+pub mod machine;
+pub mod procs;
+pub mod report;
+pub mod scenario;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use clap::Parser;
+
+use cluster::{ApacheDist, JvmSettings, Programs, System};
+use report::Results;
+use scenario::Plan;
+
+/// The Apache RocketMQ version compared against.
+pub const ROCKETMQ_VERSION: &str = "5.3.3";
+
+/// `bench` command line.
+#[derive(Debug, Parser)]
+#[command(
+    name = "bench",
+    about = "Side-by-side benchmarks of sluice and Apache RocketMQ"
+)]
+pub struct Cli {
+    /// Short mode: every scenario for a few seconds, small backlog and topic counts, one
+    /// repeat unless --repeat; results under --out only (BENCHMARKS.md is not touched).
+    #[arg(long)]
+    pub quick: bool,
+    /// Scenarios to run (repeatable or comma-separated); default all. See --list.
+    #[arg(long = "scenario", value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// sluice, rocketmq or both.
+    #[arg(long, default_value = "both")]
+    pub system: String,
+    /// Repeats of each scenario on each system (default 3, quick 1).
+    #[arg(long)]
+    pub repeat: Option<u32>,
+    /// Results directory (default target/bench/<UTC time>).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Where BENCHMARKS.md goes (default: the workspace's in a full run, <out>/ in quick).
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Where the charts go (default: docs/bench/ next to the report in a full run,
+    /// <out>/charts in quick).
+    #[arg(long)]
+    pub charts: Option<PathBuf>,
+    /// Closing note appended to BENCHMARKS.md (default docs/bench/notes.md when present).
+    #[arg(long)]
+    pub notes: Option<PathBuf>,
+    /// Parent directory of the temp store dirs (default the system temp dir).
+    #[arg(long)]
+    pub store_root: Option<PathBuf>,
+    /// Directory of mqnamesrv/mqbroker/mqbench (default: next to this program, built first).
+    #[arg(long)]
+    pub bin_dir: Option<PathBuf>,
+    /// Do not build the binaries first.
+    #[arg(long)]
+    pub no_build: bool,
+    /// Only regenerate BENCHMARKS.md and the charts from a results.json.
+    #[arg(long)]
+    pub render: Option<PathBuf>,
+    /// List the scenarios and exit.
+    #[arg(long)]
+    pub list: bool,
+}
+
+fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .map_or_else(|| PathBuf::from("."), Path::to_owned)
+}
+
+fn sh(program: &str, args: &[&str]) -> String {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_default()
+}
+
+/// The directory holding the running program (`target/<profile>`).
+fn own_dir() -> PathBuf {
+    std::env::current_exe()
+        .ok()
+        .and_then(|p| p.parent().map(Path::to_owned))
+        .unwrap_or_else(|| PathBuf::from("."))
+}
+
+/// Builds mqnamesrv, mqbroker, mqadmin, mqbench in the profile `bin_dir` belongs to.
+fn build_binaries(bin_dir: &Path) -> Result<(), String> {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
+    let mut cmd = Command::new(&cargo);
+    cmd.current_dir(workspace_root()).args([
+        "build",
+        "--bins",
+        "-p",
+        "nameserver",
+        "-p",
+        "broker",
+        "-p",
+        "tools",
+    ]);
+    match bin_dir.file_name().and_then(|n| n.to_str()) {
+        Some("release") => {
+            cmd.arg("--release");
+        }
+        Some("debug") | None => {}
+        Some(other) => {
+            cmd.args(["--profile", other]);
+        }
+    }
+    if let Some(target) = bin_dir.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    eprintln!("bench: building the binaries ({cmd:?})");
+    let out = cmd
+        .output()
+        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "cargo build failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// Resolves Apache RocketMQ's name server + broker class path with
+/// `integration-tests/java-broker/build.sh` (the one place that fetches Apache RocketMQ; it
+/// does nothing when its outputs are up to date), into the Java tests' cache
+/// (`$SLUICE_JAVA_CACHE/apache-broker`, else `target/java-it/apache-broker`).
+///
+/// # Errors
+/// `build.sh` fails (no Maven, no network and no cached jars).
+pub fn resolve_apache() -> Result<ApacheDist, String> {
+    let out_dir = crate::java::cache_dir().join("apache-broker");
+    let script = workspace_root()
+        .join("integration-tests")
+        .join("java-broker")
+        .join("build.sh");
+    let out = Command::new("bash")
+        .arg(&script)
+        .arg(ROCKETMQ_VERSION)
+        .arg(&out_dir)
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "{} {ROCKETMQ_VERSION} failed: {}",
+            script.display(),
+            String::from_utf8_lossy(&out.stderr)
+        ));
+    }
+    let dir = out_dir.join(ROCKETMQ_VERSION);
+    let cp_file = dir.join("classpath.txt");
+    let classpath = fs::read_to_string(&cp_file)
+        .map_err(|e| format!("{}: {e}", cp_file.display()))?
+        .trim()
+        .to_owned();
+    if !classpath.contains("rocketmq-namesrv") {
+        return Err(format!(
+            "{} holds no rocketmq-namesrv jar",
+            cp_file.display()
+        ));
+    }
+    Ok(ApacheDist {
+        version: ROCKETMQ_VERSION.to_owned(),
+        classpath,
+        home: dir.join("rocketmq-home"),
+    })
+}
+
+fn utc_now(format: &str) -> String {
+    sh("date", &["-u", format])
+}
+
+/// Runs the driver; returns the process exit code (0: every run succeeded).
+#[must_use]
+pub fn main_with(cli: &Cli) -> i32 {
+    match drive(cli) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("bench: {e}");
+            2
+        }
+    }
+}
+
+fn chart_and_report(
+    results: &Results,
+    report_path: &Path,
+    chart_dir: &Path,
+    notes: Option<&Path>,
+) -> Result<(), String> {
+    let charts = report::write_charts(results, chart_dir)?;
+    let report_parent = report_path.parent().unwrap_or(Path::new("."));
+    let rel = pathdiff(chart_dir, report_parent);
+    let notes_text = notes.and_then(|p| fs::read_to_string(p).ok());
+    let md = report::markdown(results, &rel, &charts, notes_text.as_deref());
+    fs::write(report_path, md).map_err(|e| format!("{}: {e}", report_path.display()))?;
+    eprintln!(
+        "bench: wrote {} and {} chart(s) in {}",
+        report_path.display(),
+        charts.len(),
+        chart_dir.display()
+    );
+    Ok(())
+}
+
+/// `target` relative to `base` when it is below it, else absolute.
+fn pathdiff(target: &Path, base: &Path) -> String {
+    let (t, b) = (
+        target.canonicalize().unwrap_or_else(|_| target.to_owned()),
+        base.canonicalize().unwrap_or_else(|_| base.to_owned()),
+    );
+    t.strip_prefix(&b)
+        .map_or_else(|_| t.display().to_string(), |p| p.display().to_string())
+}
+
+#[allow(
+    clippy::too_many_lines,
+    reason = "the driver's sequence, top to bottom"
+)]
+fn drive(cli: &Cli) -> Result<i32, String> {
+    let all = scenario::all();
+    if cli.list {
+        for s in &all {
+            println!("{:<16} {}", s.name, s.title);
+        }
+        return Ok(0);
+    }
+    let root = workspace_root();
+    let default_notes = root.join("docs").join("bench").join("notes.md");
+    let notes = cli
+        .notes
+        .clone()
+        .or_else(|| default_notes.is_file().then_some(default_notes));
+    if let Some(path) = &cli.render {
+        let results = Results::load(path)?;
+        let report_path = cli
+            .report
+            .clone()
+            .unwrap_or_else(|| root.join("BENCHMARKS.md"));
+        let charts = cli
+            .charts
+            .clone()
+            .unwrap_or_else(|| root.join("docs").join("bench"));
+        chart_and_report(&results, &report_path, &charts, notes.as_deref())?;
+        return Ok(0);
+    }
+    procs::install_signal_handler();
+    let systems: Vec<System> = match cli.system.as_str() {
+        "both" => vec![System::Sluice, System::RocketMq],
+        key => vec![System::from_key(key).ok_or_else(|| format!("unknown system {key}"))?],
+    };
+    let selected: Vec<_> = if cli.scenarios.is_empty() {
+        all.clone()
+    } else {
+        for name in &cli.scenarios {
+            if !all.iter().any(|s| s.name == name) {
+                return Err(format!("unknown scenario {name} (see --list)"));
+            }
+        }
+        all.iter()
+            .filter(|s| cli.scenarios.iter().any(|n| n == s.name))
+            .cloned()
+            .collect()
+    };
+    let repeat = cli.repeat.unwrap_or(if cli.quick { 1 } else { 3 }).max(1);
+    let plan = if cli.quick {
+        Plan::quick(repeat)
+    } else {
+        Plan::full(repeat)
+    };
+    let bin_dir = cli.bin_dir.clone().unwrap_or_else(own_dir);
+    let target_dir = bin_dir
+        .parent()
+        .map_or_else(|| root.join("target"), Path::to_owned);
+    if !cli.no_build && cli.bin_dir.is_none() && std::env::var_os("SLUICE_SKIP_BUILD").is_none() {
+        build_binaries(&bin_dir)?;
+    }
+    for name in ["mqnamesrv", "mqbroker", "mqbench"] {
+        if !bin_dir.join(name).is_file() {
+            return Err(format!("{} is missing", bin_dir.join(name).display()));
+        }
+    }
+    let mut systems = systems;
+    let apache = if systems.contains(&System::RocketMq) {
+        match resolve_apache() {
+            Ok(dist) => Some(dist),
+            Err(e) if cli.quick && systems.len() > 1 => {
+                eprintln!("bench: Apache RocketMQ not available, sluice only: {e}");
+                systems.retain(|s| *s == System::Sluice);
+                None
+            }
+            Err(e) => return Err(e),
+        }
+    } else {
+        None
+    };
+    let started_at = utc_now("+%Y-%m-%dT%H:%M:%SZ");
+    let out = cli
+        .out
+        .clone()
+        .unwrap_or_else(|| target_dir.join("bench").join(utc_now("+%Y%m%d-%H%M%S")));
+    fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+    // A snapshot of the binaries: others may rebuild target/ while a long run goes on.
+    let snapshot = out.join("bin");
+    fs::create_dir_all(&snapshot).map_err(|e| format!("{}: {e}", snapshot.display()))?;
+    for name in ["mqnamesrv", "mqbroker", "mqadmin", "mqbench"] {
+        let from = bin_dir.join(name);
+        if from.is_file() {
+            fs::copy(&from, snapshot.join(name))
+                .map_err(|e| format!("copy {}: {e}", from.display()))?;
+        }
+    }
+    let bin_dir = snapshot;
+    let store_root = cli.store_root.clone().unwrap_or_else(std::env::temp_dir);
+    let jvm = JvmSettings::for_machine(machine::available_bytes());
+    let programs = Programs {
+        bin_dir: bin_dir.clone(),
+        workspace: root.clone(),
+        apache,
+        jvm,
+    };
+    let machine = machine::describe(&store_root);
+    eprintln!(
+        "bench: measuring the disk's write ceiling under {}",
+        store_root.display()
+    );
+    let disk = machine::disk_ceiling(&store_root, if cli.quick { 256 << 20 } else { 2 << 30 });
+    let mut settings = BTreeMap::new();
+    let commit = sh(
+        "git",
+        &[
+            "-C",
+            &root.display().to_string(),
+            "rev-parse",
+            "--short",
+            "HEAD",
+        ],
+    );
+    let dirty = sh(
+        "git",
+        &[
+            "-C",
+            &root.display().to_string(),
+            "status",
+            "--porcelain",
+            "--",
+            "remoting",
+            "store",
+            "ha",
+            "nameserver",
+            "broker",
+            "tools",
+        ],
+    )
+    .lines()
+    .count();
+    settings.insert(
+        "sluice build".to_owned(),
+        format!(
+            "`{commit}`{}, profile `{}`",
+            if dirty > 0 {
+                format!(" + {dirty} uncommitted file(s) in the server/tool crates")
+            } else {
+                String::new()
+            },
+            own_dir()
+                .file_name()
+                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
+        ),
+    );
+    if programs.apache.is_some() {
+        settings.insert(
+            "RocketMQ".to_owned(),
+            format!(
+                "`org.apache.rocketmq:rocketmq-namesrv` / `rocketmq-broker` {ROCKETMQ_VERSION} from Maven Central (resolved by integration-tests/java-broker/build.sh)"
+            ),
+        );
+        settings.insert(
+            "RocketMQ broker JVM".to_owned(),
+            format!("`{}`", programs.jvm.broker.join(" ")),
+        );
+        settings.insert(
+            "RocketMQ name server JVM".to_owned(),
+            format!("`{}`", programs.jvm.namesrv.join(" ")),
+        );
+    }
+    settings.insert(
+        "max-rate load".to_owned(),
+        format!("`mqbench producer {}`", scenario::MAX_RATE.join(" ")),
+    );
+    settings.insert(
+        "sync-flush load".to_owned(),
+        format!("`mqbench producer {}`", scenario::SYNC_64.join(" ")),
+    );
+    let mut results = Results {
+        started: started_at,
+        duration_secs: 0.0,
+        plan: plan.clone(),
+        systems: systems.iter().map(|s| s.key().to_owned()).collect(),
+        machine,
+        disk,
+        settings,
+        runs: Vec::new(),
+        criterion: machine::criterion_results(&target_dir.join("criterion")),
+    };
+    let results_path = out.join("results.json");
+    let clock = Instant::now();
+    for sc in &selected {
+        let repeats = sc.max_repeat.map_or(plan.repeat, |m| m.min(plan.repeat));
+        for rep in 1..=repeats {
+            for &system in &systems {
+                eprintln!(
+                    "bench: [{:>5.0}s] {} on {system}, run {rep}/{repeats}",
+                    clock.elapsed().as_secs_f64(),
+                    sc.name,
+                );
+                let r = scenario::run(sc, system, rep, &plan, &programs, &out, &store_root);
+                let line = if r.ok {
+                    format!("ok in {:.0}s: {}", r.wall_secs, headline(&r.metrics))
+                } else {
+                    format!(
+                        "FAILED in {:.0}s: {}",
+                        r.wall_secs,
+                        r.error
+                            .as_deref()
+                            .unwrap_or("")
+                            .lines()
+                            .next()
+                            .unwrap_or("")
+                    )
+                };
+                eprintln!("bench:          {line}");
+                if !r.ok {
+                    let _ = fs::write(
+                        out.join(format!("failure-{}-{system}-{rep}.txt", sc.name)),
+                        r.error.clone().unwrap_or_default(),
+                    );
+                }
+                results.runs.push(r);
+                results.duration_secs = clock.elapsed().as_secs_f64();
+                results.save(&results_path)?;
+            }
+        }
+    }
+    let (report_path, chart_dir) = if cli.quick {
+        (
+            cli.report
+                .clone()
+                .unwrap_or_else(|| out.join("BENCHMARKS.md")),
+            cli.charts.clone().unwrap_or_else(|| out.join("charts")),
+        )
+    } else {
+        let report = cli
+            .report
+            .clone()
+            .unwrap_or_else(|| root.join("BENCHMARKS.md"));
+        let charts = cli.charts.clone().unwrap_or_else(|| {
+            report
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("docs")
+                .join("bench")
+        });
+        (report, charts)
+    };
+    // Keep a copy of the results next to the charts, so BENCHMARKS.md can be regenerated.
+    fs::create_dir_all(&chart_dir).map_err(|e| format!("{}: {e}", chart_dir.display()))?;
+    results.save(&chart_dir.join("results.json"))?;
+    chart_and_report(&results, &report_path, &chart_dir, notes.as_deref())?;
+    println!("results: {}", results_path.display());
+    for g in report::goals(&results) {
+        println!(
+            "{:<10} {} — {}",
+            match g.met {
+                Some(true) => "MET",
+                Some(false) => "MISSED",
+                None => "n/a",
+            },
+            g.what,
+            g.measured
+        );
+    }
+    for (id, time) in machine::criterion_table(&results.criterion) {
+        println!("criterion  {id}: {time}");
+    }
+    let failed = results.runs.iter().filter(|r| !r.ok).count();
+    if failed > 0 {
+        eprintln!("bench: {failed} run(s) failed; see {}", out.display());
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+/// A short line of the figures that matter most in a run.
+fn headline(m: &BTreeMap<String, f64>) -> String {
+    let keys = [
+        ("tps", "msg/s"),
+        ("read_tps", "read msg/s"),
+        ("e2e_p99_ms", "e2e p99 ms"),
+        ("create_per_s", "topics/s"),
+        ("cpu_master_s_per_m", "CPU s/M"),
+        ("rss_peak_master_mib", "RssAnon MiB"),
+        ("errors", "errors"),
+    ];
+    keys.iter()
+        .filter_map(|(k, label)| {
+            m.get(*k)
+                .map(|v| format!("{} {label}", report::fmt_num(*v)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,379 @@
+//! Child processes of the bench driver, each in a process group of its own, stopped on drop
+//! (SIGTERM to the group, SIGKILL after a grace period), on panic (drop runs while
+//! unwinding) and on Ctrl-C / SIGTERM of the driver ([`install_signal_handler`] kills every
+//! group still registered); and their CPU time and anonymous RSS from `/proc`.
+
+use std::collections::BTreeSet;
+use std::fs::{self, File};
+use std::io;
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// How long a group may take to exit after SIGTERM before it is killed. Short: the stores
+/// are thrown away after every run, and a JVM broker takes ~7 s to shut down cleanly.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
+/// Process groups alive right now (their leaders' pids).
+static GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn groups() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Sends `signal` (`TERM`, `KILL`) to process group `pgid`.
+fn signal_group(pgid: u32, signal: &str) {
+    let _ = Command::new("kill")
+        .args([&format!("-{signal}"), "--", &format!("-{pgid}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Kills every registered process group at once (SIGKILL).
+pub fn kill_all() {
+    let all: Vec<u32> = groups().iter().copied().collect();
+    for pgid in all {
+        signal_group(pgid, "KILL");
+    }
+}
+
+/// On SIGINT or SIGTERM of the driver: kill every child group, exit 130.
+pub fn install_signal_handler() {
+    static INSTALLED: OnceLock<()> = OnceLock::new();
+    INSTALLED.get_or_init(|| {
+        let _ = thread::Builder::new()
+            .name("bench-signals".to_owned())
+            .spawn(|| {
+                let Ok(rt) = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                else {
+                    return;
+                };
+                rt.block_on(async {
+                    let Ok(mut term) =
+                        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    else {
+                        return;
+                    };
+                    tokio::select! {
+                        _ = tokio::signal::ctrl_c() => {}
+                        _ = term.recv() => {}
+                    }
+                });
+                eprintln!("bench: interrupted, killing the clusters");
+                kill_all();
+                std::process::exit(130);
+            });
+    });
+}
+
+/// One child process (and everything it starts), in its own process group.
+#[derive(Debug)]
+pub struct Proc {
+    /// Short name (`mqbroker-master`, `rocketmq-namesrv`).
+    pub name: String,
+    child: Option<Child>,
+    pid: u32,
+    /// Where stdout and stderr go.
+    pub log: PathBuf,
+}
+
+impl Proc {
+    /// Spawns `cmd` with stdout and stderr appended to `log`, in a new process group.
+    ///
+    /// # Errors
+    /// The log cannot be created or the program cannot be started.
+    pub fn spawn(name: &str, cmd: Command, log: &Path) -> io::Result<Self> {
+        Self::spawn_split(name, cmd, log, None)
+    }
+
+    /// As [`spawn`](Self::spawn), with stdout to its own file when `stdout` is given.
+    ///
+    /// # Errors
+    /// A file cannot be created or the program cannot be started.
+    pub fn spawn_split(
+        name: &str,
+        mut cmd: Command,
+        log: &Path,
+        stdout: Option<&Path>,
+    ) -> io::Result<Self> {
+        let err = File::options().create(true).append(true).open(log)?;
+        let out = match stdout {
+            Some(path) => File::create(path)?,
+            None => err.try_clone()?,
+        };
+        cmd.stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .process_group(0);
+        let child = cmd
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("cannot start {name} ({cmd:?}): {e}")))?;
+        let pid = child.id();
+        groups().insert(pid);
+        Ok(Proc {
+            name: name.to_owned(),
+            child: Some(child),
+            pid,
+            log: log.to_owned(),
+        })
+    }
+
+    /// Its pid (also its process group id).
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Whether it still runs.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.as_mut().map(Child::try_wait), Some(Ok(None)))
+    }
+
+    /// Waits until a TCP connect to `addr` succeeds; fails early when it exits.
+    ///
+    /// # Errors
+    /// It exited or `timeout` passed; the message holds the end of its log.
+    pub fn wait_connectable(&mut self, addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if !self.is_running() {
+                return Err(format!(
+                    "{} exited before serving on {addr}\n{}",
+                    self.name,
+                    self.log_tail(40)
+                ));
+            }
+            if TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_ok() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "{} not serving on {addr} after {timeout:?}\n{}",
+                    self.name,
+                    self.log_tail(40)
+                ));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits for it to exit by itself, at most `timeout` (then it is stopped).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline {
+            match self.child.as_mut().map(Child::try_wait) {
+                Some(Ok(Some(status))) => {
+                    self.child = None;
+                    groups().remove(&self.pid);
+                    // Anything it left behind in its group goes too.
+                    signal_group(self.pid, "KILL");
+                    return Some(status);
+                }
+                Some(Ok(None)) => thread::sleep(Duration::from_millis(20)),
+                _ => return None,
+            }
+        }
+        self.stop();
+        None
+    }
+
+    /// The last `lines` lines of its log.
+    #[must_use]
+    pub fn log_tail(&self, lines: usize) -> String {
+        let text = fs::read_to_string(&self.log).unwrap_or_default();
+        let all: Vec<&str> = text.lines().collect();
+        let from = all.len().saturating_sub(lines);
+        format!(
+            "----- {} ({}) -----\n{}",
+            self.name,
+            self.log.display(),
+            all[from..].join("\n")
+        )
+    }
+
+    /// SIGTERM to the group, SIGKILL after [`STOP_GRACE`]; returns how the leader exited.
+    pub fn stop(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        signal_group(self.pid, "TERM");
+        let deadline = Instant::now() + STOP_GRACE;
+        let mut status = None;
+        while Instant::now() < deadline {
+            if let Ok(Some(s)) = child.try_wait() {
+                status = Some(s);
+                break;
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        // Whatever is left of the group (or a leader that ignored SIGTERM).
+        signal_group(self.pid, "KILL");
+        if status.is_none() {
+            status = child.wait().ok();
+        }
+        groups().remove(&self.pid);
+        status
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+// ---------------------------------------------------------------- /proc
+
+/// Clock ticks per second (`getconf CLK_TCK`; 100 on every Linux we run on).
+fn clock_ticks() -> f64 {
+    static TICKS: OnceLock<f64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        Command::new("getconf")
+            .arg("CLK_TCK")
+            .output()
+            .ok()
+            .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+            .unwrap_or(100.0)
+    })
+}
+
+/// User + system CPU seconds of `pid` so far (`/proc/PID/stat` utime + stime), threads
+/// included.
+#[must_use]
+pub fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces; fields are counted after its closing paren.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3 (state): utime is field 14, stime field 15.
+    let utime: f64 = fields.get(11)?.parse().ok()?;
+    let stime: f64 = fields.get(12)?.parse().ok()?;
+    Some((utime + stime) / clock_ticks())
+}
+
+/// `RssAnon` of `pid` in bytes (`/proc/PID/status`): resident anonymous memory, page
+/// cache and mapped files excluded.
+#[must_use]
+pub fn rss_anon(pid: u32) -> Option<u64> {
+    status_kib(pid, "RssAnon:").map(|k| k * 1024)
+}
+
+/// `VmRSS` of `pid` in bytes (mapped store files included), for reference.
+#[must_use]
+pub fn vm_rss(pid: u32) -> Option<u64> {
+    status_kib(pid, "VmRSS:").map(|k| k * 1024)
+}
+
+fn status_kib(pid: u32, key: &str) -> Option<u64> {
+    let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix(key))
+        .and_then(|v| v.split_whitespace().next())
+        .and_then(|v| v.parse().ok())
+}
+
+/// Samples the `RssAnon` of some processes every 200 ms until dropped; keeps each one's peak.
+#[derive(Debug)]
+pub struct RssSampler {
+    stop: Arc<AtomicBool>,
+    peaks: Arc<Vec<AtomicU64>>,
+    thread: Option<thread::JoinHandle<()>>,
+}
+
+impl RssSampler {
+    /// Starts sampling `pids`.
+    #[must_use]
+    pub fn start(pids: Vec<u32>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peaks: Arc<Vec<AtomicU64>> = Arc::new(pids.iter().map(|_| AtomicU64::new(0)).collect());
+        let thread = {
+            let (stop, peaks) = (Arc::clone(&stop), Arc::clone(&peaks));
+            thread::Builder::new()
+                .name("bench-rss".to_owned())
+                .spawn(move || {
+                    while !stop.load(Ordering::Relaxed) {
+                        for (pid, peak) in pids.iter().zip(peaks.iter()) {
+                            if let Some(rss) = rss_anon(*pid) {
+                                peak.fetch_max(rss, Ordering::Relaxed);
+                            }
+                        }
+                        thread::sleep(Duration::from_millis(200));
+                    }
+                })
+                .ok()
+        };
+        RssSampler {
+            stop,
+            peaks,
+            thread,
+        }
+    }
+
+    /// Stops and returns each process's peak, in the order given.
+    #[must_use]
+    pub fn finish(mut self) -> Vec<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peaks
+            .iter()
+            .map(|p| p.load(Ordering::Relaxed))
+            .collect()
+    }
+}
+
+impl Drop for RssSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_cpu_and_rss() {
+        let me = std::process::id();
+        assert!(cpu_seconds(me).is_some());
+        assert!(rss_anon(me).unwrap() > 0);
+        assert!(vm_rss(me).unwrap() >= rss_anon(me).unwrap());
+        let sampler = RssSampler::start(vec![me]);
+        thread::sleep(Duration::from_millis(300));
+        assert!(sampler.finish()[0] > 0);
+    }
+
+    #[test]
+    fn group_is_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        // A child of the child: it must go with the group.
+        cmd.args(["-c", "sleep 30 & echo $! > grandchild; wait"]);
+        cmd.current_dir(dir.path());
+        let mut p = Proc::spawn("sh", cmd, &dir.path().join("sh.log")).unwrap();
+        let file = dir.path().join("grandchild");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !file.exists() && Instant::now() < deadline {
+            thread::sleep(Duration::from_millis(10));
+        }
+        thread::sleep(Duration::from_millis(50));
+        let grandchild = fs::read_to_string(&file).unwrap().trim().to_owned();
+        assert!(p.is_running());
+        assert!(groups().contains(&p.pid()));
+        drop(p);
+        thread::sleep(Duration::from_millis(100));
+        let stat = fs::read_to_string(format!("/proc/{grandchild}/stat")).unwrap_or_default();
+        assert!(
+            stat.is_empty() || stat.contains(") Z"),
+            "grandchild still alive: {stat}"
+        );
+    }
+}
