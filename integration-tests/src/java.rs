@@ -57,6 +57,30 @@ use crate::process::{BrokerProcess, NamesrvProcess};
 pub const V4: &str = "4.9.8";
 /// The RocketMQ 5.x version under test.
 pub const V5: &str = "5.3.3";
+
+/// How long [`JavaTools::produce`] lets a producer run.
+pub const PRODUCE_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// One `#[test]` per client version for each scenario `fn(version: &str)` named:
+/// `scenario::v4_9_8` ([`V4`]) and `scenario::v5_3_3` ([`V5`]).
+#[macro_export]
+macro_rules! test_each_client_version {
+    ($($scenario:ident),+ $(,)?) => {
+        $(
+            mod $scenario {
+                #[test]
+                fn v4_9_8() {
+                    super::$scenario($crate::java::V4);
+                }
+
+                #[test]
+                fn v5_3_3() {
+                    super::$scenario($crate::java::V5);
+                }
+            }
+        )+
+    };
+}
 /// Both versions, for tests that run against each.
 pub const VERSIONS: [&str; 2] = [V4, V5];
 
@@ -229,6 +253,22 @@ impl JavaTools {
     /// Runs `class` to completion, killing it after `timeout`.
     pub fn run(&self, class: &str, args: &[&str], timeout: Duration) -> JavaOutput {
         self.spawn(class, args).wait(timeout)
+    }
+
+    /// Sends `count` messages to `topic` with `sluice.it.Producer` (`extra`: its further
+    /// flags, e.g. `--tag`, `--body-prefix`) and returns what it reports as sent, all of them.
+    ///
+    /// # Panics
+    /// When the producer fails or reports fewer than `count` sends.
+    pub fn produce(&self, namesrv: &str, topic: &str, count: usize, extra: &[&str]) -> Vec<Sent> {
+        let count_s = count.to_string();
+        let mut args = vec!["--namesrv", namesrv, "--topic", topic, "--count", &count_s];
+        args.extend_from_slice(extra);
+        let out = self.run("sluice.it.Producer", &args, PRODUCE_TIMEOUT);
+        out.assert_ok();
+        let sent = Sent::all(out.stdout.lines());
+        assert_eq!(sent.len(), count, "{out}");
+        sent
     }
 
     /// Runs the official mqadmin sub command `args[0]` with `args[1..]` and `-n namesrv`, with

@@ -15,37 +15,15 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use integration_tests::java::{
-    JavaProcess, JavaTools, Recv, Sent, TestCluster, V4, V5, last_allocation, unique_name,
+    JavaProcess, JavaTools, Recv, TestCluster, last_allocation, unique_name,
 };
+use integration_tests::test_each_client_version;
 
-const PRODUCE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Rebalances are pushed by the broker (NOTIFY_CONSUMER_IDS_CHANGED) and otherwise happen every
 /// 20 s; allow a few of those.
 const SETTLE_TIMEOUT: Duration = Duration::from_secs(70);
 const DELIVERY_TIMEOUT: Duration = Duration::from_secs(70);
 const QUEUES: [i32; 4] = [0, 1, 2, 3];
-
-fn produce(java: &JavaTools, ns: &str, topic: &str, count: usize, prefix: &str) -> Vec<Sent> {
-    let count_s = count.to_string();
-    let out = java.run(
-        "sluice.it.Producer",
-        &[
-            "--namesrv",
-            ns,
-            "--topic",
-            topic,
-            "--count",
-            &count_s,
-            "--body-prefix",
-            prefix,
-        ],
-        PRODUCE_TIMEOUT,
-    );
-    out.assert_ok();
-    let sent = Sent::all(out.stdout.lines());
-    assert_eq!(sent.len(), count, "{out}");
-    sent
-}
 
 fn bodies_with_prefix(lines: &[String], prefix: &str) -> Vec<String> {
     Recv::all(lines.iter().map(String::as_str))
@@ -69,7 +47,7 @@ fn clustering(version: &str) {
 
     // The topic exists before the consumers start (a consumer learns the route of a topic created
     // later only at its next name server poll, every 30 s).
-    produce(java, ns, &topic, 1, "warm");
+    java.produce(ns, &topic, 1, &["--body-prefix", "warm"]);
     let args = [
         "--namesrv",
         ns,
@@ -114,7 +92,7 @@ fn clustering(version: &str) {
     let split_took = split_at.elapsed();
 
     // Messages sent now go to both.
-    let first = produce(java, ns, &topic, 40, "first");
+    let first = java.produce(ns, &topic, 40, &["--body-prefix", "first"]);
     let expected: BTreeSet<String> = first.iter().map(|s| format!("first-{}", s.index)).collect();
     let covered = |a: &JavaProcess, b: &JavaProcess| {
         let mut got: BTreeSet<String> = bodies_with_prefix(&a.stdout_lines(), "first-")
@@ -175,7 +153,7 @@ fn clustering(version: &str) {
     );
     let takeover_took = left_at.elapsed();
 
-    let second = produce(java, ns, &topic, 40, "second");
+    let second = java.produce(ns, &topic, 40, &["--body-prefix", "second"]);
     let expected: BTreeSet<String> = second
         .iter()
         .map(|s| format!("second-{}", s.index))
@@ -219,12 +197,4 @@ fn clustering(version: &str) {
     );
 }
 
-#[test]
-fn clustering_4_9_8() {
-    clustering(V4);
-}
-
-#[test]
-fn clustering_5_3_3() {
-    clustering(V5);
-}
+test_each_client_version!(clustering);

@@ -15,28 +15,15 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{
-    JavaOutput, JavaTools, Recv, Sent, TestCluster, V4, V5, unique_name,
-};
+use integration_tests::java::{JavaOutput, JavaTools, Recv, Sent, TestCluster, unique_name};
+use integration_tests::test_each_client_version;
 
 /// Hard timeout of one producer run.
-const PRODUCE_TIMEOUT: Duration = Duration::from_secs(90);
 /// How long a consumer waits for everything (first deliveries can take a rebalance interval).
 const CONSUME_WAIT_MS: &str = "60000";
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(100);
 /// Heartbeat interval of the consumers: see `PushConsumer --heartbeat-ms` in java/README.md.
 const HEARTBEAT_MS: &str = "1000";
-
-fn produce(java: &JavaTools, ns: &str, topic: &str, count: usize, extra: &[&str]) -> Vec<Sent> {
-    let count_s = count.to_string();
-    let mut args = vec!["--namesrv", ns, "--topic", topic, "--count", &count_s];
-    args.extend_from_slice(extra);
-    let out = java.run("sluice.it.Producer", &args, PRODUCE_TIMEOUT);
-    out.assert_ok();
-    let sent = Sent::all(out.stdout.lines());
-    assert_eq!(sent.len(), count, "{out}");
-    sent
-}
 
 /// Deliveries by body; panics (with the output) on a body seen twice.
 fn by_body<'a>(recv: &'a [Recv], out: &JavaOutput) -> BTreeMap<&'a str, &'a Recv> {
@@ -80,7 +67,7 @@ fn send_modes(version: &str) {
             mode,
         ];
         extra.extend_from_slice(flags);
-        for s in produce(java, ns, &topic, per_mode, &extra) {
+        for s in java.produce(ns, &topic, per_mode, &extra) {
             let expected_status = if mode == "oneway" {
                 "ONEWAY"
             } else {
@@ -182,16 +169,6 @@ fn send_modes(version: &str) {
     );
 }
 
-#[test]
-fn send_modes_4_9_8() {
-    send_modes(V4);
-}
-
-#[test]
-fn send_modes_5_3_3() {
-    send_modes(V5);
-}
-
 // ---------------------------------------------------------------- broadcasting
 
 fn broadcasting(version: &str) {
@@ -202,7 +179,7 @@ fn broadcasting(version: &str) {
     let topic = unique_name("Broadcast");
     let group = unique_name("BroadcastG");
     let count = 20;
-    let sent = produce(java, ns, &topic, count, &["--tag", "TagB"]);
+    let sent = java.produce(ns, &topic, count, &["--tag", "TagB"]);
     let bodies: BTreeSet<String> = sent.iter().map(|s| format!("msg-{}", s.index)).collect();
 
     // Two consumers of one group, each with its own (local) offsets: each gets everything.
@@ -242,16 +219,6 @@ fn broadcasting(version: &str) {
     );
 }
 
-#[test]
-fn broadcasting_4_9_8() {
-    broadcasting(V4);
-}
-
-#[test]
-fn broadcasting_5_3_3() {
-    broadcasting(V5);
-}
-
 // ---------------------------------------------------------------- orderly
 
 fn orderly(version: &str) {
@@ -263,8 +230,7 @@ fn orderly(version: &str) {
     let group = unique_name("OrderlyG");
     let count = 40;
     let keys = 4;
-    let sent = produce(
-        java,
+    let sent = java.produce(
         ns,
         &topic,
         count,
@@ -325,16 +291,6 @@ fn orderly(version: &str) {
     eprintln!("{version} orderly: {:?}", started.elapsed());
 }
 
-#[test]
-fn orderly_4_9_8() {
-    orderly(V4);
-}
-
-#[test]
-fn orderly_5_3_3() {
-    orderly(V5);
-}
-
 // ---------------------------------------------------------------- lite pull
 
 fn lite_pull(version: &str) {
@@ -344,7 +300,7 @@ fn lite_pull(version: &str) {
     let java = JavaTools::get(version);
     let topic = unique_name("LitePull");
     let count = 20;
-    let sent = produce(java, ns, &topic, count, &["--tag", "TagL", "--keys"]);
+    let sent = java.produce(ns, &topic, count, &["--tag", "TagL", "--keys"]);
     let bodies: BTreeSet<String> = sent.iter().map(|s| format!("msg-{}", s.index)).collect();
     let count_s = count.to_string();
 
@@ -398,12 +354,4 @@ fn lite_pull(version: &str) {
     eprintln!("{version} lite pull: {:?}", started.elapsed());
 }
 
-#[test]
-fn lite_pull_4_9_8() {
-    lite_pull(V4);
-}
-
-#[test]
-fn lite_pull_5_3_3() {
-    lite_pull(V5);
-}
+test_each_client_version!(send_modes, broadcasting, orderly, lite_pull);

@@ -17,33 +17,11 @@ use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 use integration_tests::java::{
-    EXTERNAL_RESTART_ENV, JavaOutput, JavaTools, Recv, Sent, TestCluster, V4, V5, unique_name,
+    EXTERNAL_RESTART_ENV, JavaOutput, JavaTools, Recv, TestCluster, unique_name,
 };
+use integration_tests::test_each_client_version;
 
-const PRODUCE_TIMEOUT: Duration = Duration::from_secs(90);
 const HALF: usize = 20;
-
-fn produce(java: &JavaTools, ns: &str, topic: &str, prefix: &str) -> Vec<Sent> {
-    let count = HALF.to_string();
-    let out = java.run(
-        "sluice.it.Producer",
-        &[
-            "--namesrv",
-            ns,
-            "--topic",
-            topic,
-            "--count",
-            &count,
-            "--body-prefix",
-            prefix,
-        ],
-        PRODUCE_TIMEOUT,
-    );
-    out.assert_ok();
-    let sent = Sent::all(out.stdout.lines());
-    assert_eq!(sent.len(), HALF, "{out}");
-    sent
-}
 
 /// Consumes `HALF` messages with `group` from the first offset (when it has none) and stops
 /// cleanly; `wait_ms` long enough for a rebalance interval or two.
@@ -94,7 +72,7 @@ fn offsets_survive_restart(version: &str) {
     let topic = unique_name("Offsets");
     let group = unique_name("OffsetsG");
 
-    produce(java, &ns, &topic, "first");
+    java.produce(&ns, &topic, HALF, &["--body-prefix", "first"]);
     let out = consume_half(java, &ns, &topic, &group);
     let first = bodies(&out);
     let expected_first: BTreeSet<String> = (0..HALF).map(|i| format!("first-{i}")).collect();
@@ -104,7 +82,7 @@ fn offsets_survive_restart(version: &str) {
         "{version}:\n{out}"
     );
 
-    produce(java, &ns, &topic, "second");
+    java.produce(&ns, &topic, HALF, &["--body-prefix", "second"]);
     let restart_at = Instant::now();
     assert!(cluster.restart_broker());
     let restart_took = restart_at.elapsed();
@@ -132,12 +110,4 @@ fn offsets_survive_restart(version: &str) {
     );
 }
 
-#[test]
-fn offsets_survive_restart_4_9_8() {
-    offsets_survive_restart(V4);
-}
-
-#[test]
-fn offsets_survive_restart_5_3_3() {
-    offsets_survive_restart(V5);
-}
+test_each_client_version!(offsets_survive_restart);

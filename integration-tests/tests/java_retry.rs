@@ -19,25 +19,14 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{JavaTools, Recv, Sent, TestCluster, V4, V5, unique_name};
+use integration_tests::java::{JavaTools, Recv, Sent, TestCluster, unique_name};
+use integration_tests::test_each_client_version;
 
-const PRODUCE_TIMEOUT: Duration = Duration::from_secs(90);
 /// Consumers poll the name server every second (`%RETRY%G` is created by the broker after they
 /// start) and heartbeat every second (see `PushConsumer --heartbeat-ms` in java/README.md).
 const FAST_CLIENT: [&str; 4] = ["--poll-namesrv-ms", "1000", "--heartbeat-ms", "1000"];
 /// RocketMQ's default `messageDelayLevel`: 1s 5s 10s 30s 1m ...
 const DELAY_LEVEL_MS: [i64; 4] = [0, 1_000, 5_000, 10_000];
-
-fn produce(java: &JavaTools, ns: &str, topic: &str, count: usize, extra: &[&str]) -> Vec<Sent> {
-    let count_s = count.to_string();
-    let mut args = vec!["--namesrv", ns, "--topic", topic, "--count", &count_s];
-    args.extend_from_slice(extra);
-    let out = java.run("sluice.it.Producer", &args, PRODUCE_TIMEOUT);
-    out.assert_ok();
-    let sent = Sent::all(out.stdout.lines());
-    assert_eq!(sent.len(), count, "{out}");
-    sent
-}
 
 /// Sends `count` messages, consumes them with a listener failing every delivery, and checks the
 /// redeliveries; returns the sent messages. `retry_delay_level` 0 lets the broker choose.
@@ -51,7 +40,7 @@ fn fail_every_delivery(
     retry_delay_level: usize,
 ) -> Vec<Sent> {
     let version = java.version();
-    let sent = produce(java, ns, topic, count, &["--tag", "TagR", "--keys"]);
+    let sent = java.produce(ns, topic, count, &["--tag", "TagR", "--keys"]);
     let deliveries = count * (max_reconsume as usize + 1);
     let mut args = vec![
         "--namesrv".to_owned(),
@@ -197,16 +186,6 @@ fn retry_then_dlq(version: &str) {
     eprintln!("{version} retry then DLQ: {:?}", started.elapsed());
 }
 
-#[test]
-fn retry_then_dlq_4_9_8() {
-    retry_then_dlq(V4);
-}
-
-#[test]
-fn retry_then_dlq_5_3_3() {
-    retry_then_dlq(V5);
-}
-
 /// Send-back with delay level 0: the broker picks 3 + reconsumeTimes (10 s for the first retry).
 fn retry_broker_delay(version: &str) {
     let started = Instant::now();
@@ -223,16 +202,6 @@ fn retry_broker_delay(version: &str) {
     );
 }
 
-#[test]
-fn retry_broker_delay_4_9_8() {
-    retry_broker_delay(V4);
-}
-
-#[test]
-fn retry_broker_delay_5_3_3() {
-    retry_broker_delay(V5);
-}
-
 // ---------------------------------------------------------------- delay levels
 
 fn delay_levels(version: &str) {
@@ -245,7 +214,7 @@ fn delay_levels(version: &str) {
 
     // A consumer that is already receiving when the delayed messages are sent: what is measured
     // is the broker's delay, not the consumer's start.
-    produce(java, ns, &topic, 1, &["--body-prefix", "warm"]);
+    java.produce(ns, &topic, 1, &["--body-prefix", "warm"]);
     let mut args = vec![
         "--namesrv",
         ns,
@@ -273,8 +242,7 @@ fn delay_levels(version: &str) {
     for level in [1usize, 2] {
         let prefix = format!("d{level}");
         let level_s = level.to_string();
-        for s in produce(
-            java,
+        for s in java.produce(
             ns,
             &topic,
             3,
@@ -338,12 +306,4 @@ fn delay_levels(version: &str) {
     eprintln!("{version} delay levels: {:?}", started.elapsed());
 }
 
-#[test]
-fn delay_levels_4_9_8() {
-    delay_levels(V4);
-}
-
-#[test]
-fn delay_levels_5_3_3() {
-    delay_levels(V5);
-}
+test_each_client_version!(retry_then_dlq, retry_broker_delay, delay_levels);
