@@ -129,6 +129,10 @@ pub struct BrokerConfig {
     pub bind_address: String,
     /// HA listen port (default listenPort + 1).
     pub ha_listen_port: Option<u16>,
+    /// The VIP channel (RocketMQ's "fast remoting server": the same requests on a
+    /// second port, which a Java slave uses to copy its master's tables and clients
+    /// use with `vipChannelEnabled`). Default listenPort − 2; 0 turns it off.
+    pub fast_listen_port: Option<u16>,
     /// Close idle client connections after this many seconds (120).
     pub server_channel_max_idle_time_seconds: u64,
     /// Largest frame accepted (16 MiB).
@@ -185,6 +189,7 @@ impl Default for BrokerConfig {
             listen_port: 10911,
             bind_address: "0.0.0.0".into(),
             ha_listen_port: None,
+            fast_listen_port: None,
             server_channel_max_idle_time_seconds: 120,
             frame_max_length: 16 * 1024 * 1024,
             message_delay_level: DEFAULT_MESSAGE_DELAY_LEVEL.into(),
@@ -324,6 +329,17 @@ impl BrokerConfig {
             .unwrap_or_else(|| listen_port.saturating_add(1))
     }
 
+    /// The VIP channel port: `fastListenPort`, or listenPort − 2; `None` when off
+    /// (`fastListenPort=0`, or no port below the main one).
+    #[must_use]
+    pub fn fast_listen_port(&self, listen_port: u16) -> Option<u16> {
+        match self.fast_listen_port {
+            Some(0) => None,
+            Some(port) => Some(port),
+            None => listen_port.checked_sub(2).filter(|p| *p > 0),
+        }
+    }
+
     /// Name server addresses.
     #[must_use]
     pub fn namesrv_addrs(&self) -> Vec<String> {
@@ -382,6 +398,13 @@ mod tests {
         assert_eq!(cfg.broker_role, BrokerRole::SYNC_MASTER);
         assert_eq!(cfg.broker_addr(cfg.listen_port), "127.0.0.1:20911");
         assert_eq!(cfg.ha_listen_port(cfg.listen_port), 20912);
+        assert_eq!(cfg.fast_listen_port(cfg.listen_port), Some(20909));
+        cfg.fast_listen_port = Some(0);
+        assert_eq!(cfg.fast_listen_port(cfg.listen_port), None);
+        cfg.fast_listen_port = Some(30000);
+        assert_eq!(cfg.fast_listen_port(cfg.listen_port), Some(30000));
+        cfg.fast_listen_port = None;
+        assert_eq!(cfg.fast_listen_port(2), None);
         // Store keys are read by the store's config.
         assert_eq!(
             settings.unknown_keys(),

@@ -37,6 +37,38 @@ pub async fn bind(bind_address: &str, port: u16) -> Result<TcpListener, BrokerEr
 ///
 /// Logs `listening on <addr>` once serving (tests wait for that line).
 pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
+    run_with_vip_channel(broker, listener, None, shutdown).await;
+}
+
+/// Binds the VIP channel for a broker serving on `listen_port` ([`BrokerConfig::fast_listen_port`]).
+/// A port that cannot be bound is logged and left out: the broker still serves on its main
+/// port (RocketMQ would not start at all).
+///
+/// [`BrokerConfig::fast_listen_port`]: crate::config::BrokerConfig::fast_listen_port
+pub async fn bind_vip_channel(broker: &Broker, listen_port: u16) -> Option<TcpListener> {
+    let (bind_address, port) = {
+        let config = broker.config();
+        (
+            config.bind_address.clone(),
+            config.fast_listen_port(listen_port)?,
+        )
+    };
+    match bind(&bind_address, port).await {
+        Ok(l) => Some(l),
+        Err(e) => {
+            warn!(error = %e, "VIP channel not served (clients with vipChannelEnabled and Java slaves copying tables need it)");
+            None
+        }
+    }
+}
+
+/// [`run`], also answering on `vip_channel` (the same processors) while it serves.
+pub async fn run_with_vip_channel(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    vip_channel: Option<TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) {
     let config = broker.config().clone();
     let server_config = ServerConfig {
         max_frame_len: config.frame_max_length,
@@ -74,7 +106,26 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
             "listening on {addr}"
         );
     }
+    let vip = vip_channel.map(|fast| {
+        if let Ok(addr) = fast.local_addr() {
+            info!("VIP channel listening on {addr}");
+        }
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let task = tokio::spawn(server::run(
+            fast,
+            dispatcher.clone(),
+            server_config.clone(),
+            async move {
+                let _ = stopped.await;
+            },
+        ));
+        (stop, task)
+    });
     server::run(listener, dispatcher, server_config, shutdown).await;
+    if let Some((stop, task)) = vip {
+        let _ = stop.send(());
+        let _ = task.await;
+    }
 
     stop_tx.send_replace(true);
     broker.schedule.stop();

@@ -259,6 +259,69 @@ async fn send_then_pull_with_tag_filter_and_status_codes() {
     b.stop().await;
 }
 
+/// The VIP channel (RocketMQ's fast remoting server) answers as the main port does; a
+/// RocketMQ 5 slave's GET_ALL_MESSAGE_REQUEST_MODE gets the (empty) pop-mode table.
+#[tokio::test]
+async fn vip_channel_serves_the_same_requests() {
+    let dir = tempfile::tempdir().unwrap();
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let vip = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let vip_addr = vip.local_addr().unwrap().to_string();
+    let config = BrokerConfig {
+        broker_name: "broker-a".into(),
+        bind_address: "127.0.0.1".into(),
+        ha_listen_port: Some(0),
+        broker_ip1: Some("127.0.0.1".into()),
+        namesrv_addr: None,
+        ..BrokerConfig::default()
+    };
+    let store = StoreConfig::with_root(dir.path().join("store"));
+    let broker = Arc::new(
+        tokio::task::spawn_blocking(move || {
+            Broker::open(config, store, ha::HaConfig::default(), port)
+        })
+        .await
+        .unwrap()
+        .unwrap(),
+    );
+    let (stop, stopped) = oneshot::channel::<()>();
+    let done = tokio::spawn(broker::server::run_with_vip_channel(
+        Arc::clone(&broker),
+        listener,
+        Some(vip),
+        async {
+            let _ = stopped.await;
+        },
+    ));
+    let client = RemotingClient::default();
+    let topics = client
+        .invoke(
+            &vip_addr,
+            RemotingCommand::request(RequestCode::GetAllTopicConfig),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(topics.code(), 0, "{:?}", topics.header.remark);
+    assert!(String::from_utf8_lossy(&topics.body.to_bytes()).contains("TBW102"));
+    let modes = client
+        .invoke(
+            &vip_addr,
+            RemotingCommand::request(RequestCode::GetAllMessageRequestMode),
+            T,
+        )
+        .await
+        .unwrap();
+    assert_eq!(modes.code(), 0);
+    let body: serde_json::Value = serde_json::from_slice(&modes.body.to_bytes()).unwrap();
+    assert_eq!(body, serde_json::json!({"messageRequestModeMap": {}}));
+    let _ = stop.send(());
+    done.await.unwrap();
+    // Both ports are closed once the broker stops.
+    assert!(tokio::net::TcpStream::connect(&vip_addr).await.is_err());
+}
+
 #[tokio::test]
 async fn bad_input_gets_rocketmq_codes() {
     let b = Running::start(|_, _| {}).await;

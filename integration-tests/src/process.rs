@@ -691,8 +691,9 @@ impl BrokerProcess {
     #[must_use]
     pub fn start_with(namesrv: &str, settings: &[(&str, &str)]) -> Self {
         let dir = TestDir::new("broker");
-        let ports = crate::ports::reserve_consecutive(2);
-        let port = ports[0].addr().port();
+        // listenPort - 2 (the VIP channel) ..= listenPort + 1 (HA).
+        let ports = crate::ports::reserve_consecutive(4);
+        let port = ports[2].port();
         let config = workspace_root().join("deploy").join("broker.toml");
         let mut spec = ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
             .arg("-c")

@@ -156,8 +156,9 @@ impl DeployedBroker {
             file.display()
         );
         let dir = TestDir::new(&format!("deploy-{name}"));
-        let ports = ports::reserve_consecutive(2);
-        let port = ports[0].port();
+        // listenPort - 2 (the VIP channel) ..= listenPort + 1 (HA).
+        let ports = ports::reserve_consecutive(4);
+        let port = ports[2].port();
         let spec = ProcessSpec::new(&name, binary("broker", "mqbroker"))
             .arg("-c")
             .arg(file)

@@ -16,9 +16,8 @@
 //!   (`cargo test -p integration-tests --test ha_interop -- --ignored`).
 //!
 //! A Java slave copies its master's topic table through the master's "VIP" channel
-//! (`listenPort - 2`), which sluice does not open; until it does, the tests stand in a plain TCP
-//! forwarder there ([`VipStandIn`]). `java_slave_copies_topics_from_sluice_master` (ignored) runs
-//! without it and fails until sluice listens there.
+//! (`listenPort - 2`), which a sluice broker opens as RocketMQ's does (`fastListenPort`): the
+//! topic-table check of `java_slave_follows_sluice_master_*` goes through it.
 
 #![allow(
     clippy::unwrap_used,
@@ -27,13 +26,9 @@
 
 use std::collections::BTreeSet;
 use std::fs;
-use std::io;
-use std::net::{Shutdown, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
-use std::thread;
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use integration_tests::java::{self, JavaTools, Recv, Sent, V4, unique_name};
@@ -209,57 +204,6 @@ impl ApacheBroker {
     }
 }
 
-/// A plain TCP forwarder from `listenPort - 2` to `listenPort` of a sluice broker, standing in
-/// for the "VIP" channel an Apache broker opens there (a Java slave copies its master's topic
-/// table through it). Stops accepting when dropped; forwarded connections end with the broker's.
-struct VipStandIn {
-    stop: Arc<AtomicBool>,
-    addr: String,
-}
-
-impl VipStandIn {
-    fn start(broker: &HaBrokerProcess) -> Self {
-        let listen = format!("127.0.0.1:{}", broker.port() - 2);
-        let target = broker.addr();
-        let listener = TcpListener::bind(&listen).unwrap();
-        let stop = Arc::new(AtomicBool::new(false));
-        let stopping = Arc::clone(&stop);
-        thread::spawn(move || {
-            for client in listener.incoming() {
-                if stopping.load(Ordering::Acquire) {
-                    return;
-                }
-                let Ok(client) = client else { continue };
-                let Ok(upstream) = TcpStream::connect(&target) else {
-                    continue;
-                };
-                pump(&client, &upstream);
-                pump(&upstream, &client);
-            }
-        });
-        VipStandIn { stop, addr: listen }
-    }
-}
-
-impl Drop for VipStandIn {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        // Wakes the accept loop.
-        let _ = TcpStream::connect(&self.addr);
-    }
-}
-
-/// Copies `from` to `to` on a thread until `from` ends.
-fn pump(from: &TcpStream, to: &TcpStream) {
-    let (Ok(mut from), Ok(mut to)) = (from.try_clone(), to.try_clone()) else {
-        return;
-    };
-    thread::spawn(move || {
-        let _ = io::copy(&mut from, &mut to);
-        let _ = to.shutdown(Shutdown::Write);
-    });
-}
-
 /// Sends probe messages (to a topic of their own) until the SYNC_MASTER answers SEND_OK, i.e.
 /// its slave acknowledges. A Java 4.9.7 slave first reports its offset one heartbeat interval
 /// (5 s) after it connects; until then a sluice master answers SLAVE_NOT_AVAILABLE (Apache's
@@ -380,13 +324,12 @@ fn assert_identical(master: &Path, slave: &Path, topic: &str, what: &str) -> usi
     last.unwrap_or_else(|e| panic!("{what}: {e}"))
 }
 
-fn java_slave_follows_sluice_master(version: &str, vip_stand_in: bool) {
+fn java_slave_follows_sluice_master(version: &str) {
     let started = Instant::now();
     let java = JavaTools::get(V4);
     let ns = NamesrvProcess::start();
     let ns_addr = ns.addr();
     let master = HaBrokerProcess::start_master("sluice-master", &ns_addr, "SYNC_MASTER", &[]);
-    let _vip = vip_stand_in.then(|| VipStandIn::start(&master));
     let topic = unique_name("InteropJs");
     create_topic(&ns_addr, &topic);
 
@@ -499,7 +442,7 @@ fn sluice_slave_follows_java_master(version: &str) {
 
 #[test]
 fn java_slave_follows_sluice_master_4_9_7() {
-    java_slave_follows_sluice_master(APACHE_4, true);
+    java_slave_follows_sluice_master(APACHE_4);
 }
 
 #[test]
@@ -510,32 +453,10 @@ fn sluice_slave_follows_java_master_4_9_7() {
 #[test]
 #[ignore = "slow (a 5.3.3 slave copies its master's topics 60 s after start); run with --ignored"]
 fn java_slave_follows_sluice_master_5_3_3() {
-    java_slave_follows_sluice_master(APACHE_5, true);
+    java_slave_follows_sluice_master(APACHE_5);
 }
 
 #[test]
 fn sluice_slave_follows_java_master_5_3_3() {
     sluice_slave_follows_java_master(APACHE_5);
-}
-
-/// Without the stand-in on `listenPort - 2`, a Java slave cannot copy a sluice master's topics.
-#[test]
-#[ignore = "fails until sluice's broker also listens on listenPort - 2 (RocketMQ's VIP channel), \
-            where Java slaves fetch their master's topic table; run with --ignored"]
-fn java_slave_copies_topics_from_sluice_master() {
-    let ns = NamesrvProcess::start();
-    let master = HaBrokerProcess::start_master("sluice-master", &ns.addr(), "SYNC_MASTER", &[]);
-    let topic = unique_name("InteropVip");
-    create_topic(&ns.addr(), &topic);
-    let slave = ApacheBroker::start(APACHE_4, &ns.addr(), "SLAVE", 1, &[]);
-    // Apache 4.9.7 copies 3 s after its start, then every 10 s.
-    assert!(
-        wait_until(Duration::from_secs(20), || broker_has_topic(
-            &slave.addr(),
-            &topic
-        )),
-        "the Java slave did not copy topic {topic} from the sluice master {}:\n{}",
-        master.addr(),
-        slave.log_tail()
-    );
 }

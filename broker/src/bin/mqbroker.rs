@@ -154,6 +154,7 @@ async fn serve(
         broker.config().broker_name,
         broker.store_host()
     );
-    broker::server::run(broker, listener, shutdown).await;
+    let vip_channel = broker::server::bind_vip_channel(&broker, port).await;
+    broker::server::run_with_vip_channel(broker, listener, vip_channel, shutdown).await;
     Ok(())
 }

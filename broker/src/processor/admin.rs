@@ -184,6 +184,14 @@ pub fn all_delay_offsets(broker: &Broker) -> Handled {
     Ok(success().with_body(json(&broker.schedule.offsets())?))
 }
 
+/// GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 5 slaves copy it): the pop-mode table, always
+/// empty here since SET_MESSAGE_REQUEST_MODE (pop consumption) is not supported.
+pub fn all_message_request_modes() -> Handled {
+    Ok(success().with_body(bytes::Bytes::from_static(
+        br#"{"messageRequestModeMap":{}}"#,
+    )))
+}
+
 /// Every setting of the broker and its store as `key=value` properties text.
 #[must_use]
 pub fn config_properties(broker: &Broker) -> BTreeMap<String, String> {
