@@ -332,15 +332,18 @@ impl MessageStore {
     }
 
     /// Makes the store accept (`true`) or refuse (`false`, puts answer
-    /// `ServiceNotAvailable`) puts: the slave role and role switches. Becoming writable
-    /// first dispatches everything replicated so far and takes the queue offsets from
-    /// the consume queues.
+    /// `ServiceNotAvailable`) puts: the slave role and role switches. Refusing returns
+    /// once no put is in progress, so the CommitLog's end read after it is final (a
+    /// demotion cuts from there). Becoming writable first dispatches everything
+    /// replicated so far and takes the queue offsets from the consume queues.
     pub fn set_writable(&self, writable: bool) {
         let log = &self.inner.commit_log;
         if !writable {
             if !log.set_refusal(refuse::NOT_WRITABLE, true) {
                 info!("store no longer accepts puts");
             }
+            // A put that checked the flags before it was set may still be appending.
+            log.put_barrier();
             return;
         }
         if !log.is_refusing(refuse::NOT_WRITABLE) {
