@@ -33,7 +33,10 @@ use integration_tests::java::{JavaTools, Recv, Sent, V4, unique_name};
 use integration_tests::process::{
     HaBrokerProcess, NamesrvProcess, compare_store_files, try_request, wait_until,
 };
-use remoting::protocol::broker::SendMessageRequestHeaderV2;
+use remoting::protocol::broker::{
+    QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
+    SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
+};
 use remoting::{RemotingCommand, RequestCode};
 
 const MESSAGES: usize = 200;
@@ -268,5 +271,83 @@ fn slave_copies_topics_soon_after_start() {
         wait_until(Duration::from_secs(15), || p.slave.has_topic(&p.topic)),
         "the slave does not know topic {} 15 s after it started following its master",
         p.topic
+    );
+}
+
+/// A slave copies its master's subscription groups and consumer offsets (as RocketMQ's
+/// `SlaveSynchronize`), so consumers that move to it resume where they were.
+#[test]
+fn slave_copies_groups_and_consumer_offsets() {
+    let ns = NamesrvProcess::start();
+    let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
+    let topic = unique_name("HaOffsets");
+    let group = unique_name("HaOffsetsG");
+    master
+        .mqadmin(&[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            &topic,
+            "-r",
+            "2",
+            "-w",
+            "2",
+        ])
+        .assert_ok();
+    master
+        .mqadmin(&["updateSubGroup", "-b", &master.addr(), "-g", &group])
+        .assert_ok();
+    let commit = UpdateConsumerOffsetRequestHeader {
+        consumer_group: group.clone(),
+        topic: topic.clone(),
+        queue_id: 1,
+        commit_offset: 42,
+    };
+    let r = try_request(
+        &master.addr(),
+        RemotingCommand::request_with(RequestCode::UpdateConsumerOffset, &commit),
+    )
+    .unwrap();
+    assert_eq!(r.code(), 0, "{:?}", r.header.remark);
+
+    let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, &[]);
+    slave
+        .wait_following(&master, Duration::from_secs(20))
+        .unwrap();
+    let has_group = || {
+        try_request(
+            &slave.addr(),
+            RemotingCommand::request(RequestCode::GetAllSubscriptiongroupConfig),
+        )
+        .is_ok_and(|r| {
+            r.code() == 0
+                && String::from_utf8_lossy(&r.body.to_bytes()).contains(&format!("\"{group}\""))
+        })
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), has_group),
+        "the slave did not copy subscription group {group}"
+    );
+    let offset_on_slave = || {
+        let query = QueryConsumerOffsetRequestHeader {
+            consumer_group: group.clone(),
+            topic: topic.clone(),
+            queue_id: 1,
+            set_zero_if_not_found: Some(false),
+        };
+        try_request(
+            &slave.addr(),
+            RemotingCommand::request_with(RequestCode::QueryConsumerOffset, &query),
+        )
+        .ok()
+        .filter(|r| r.code() == 0)
+        .and_then(|r| r.decode_header::<QueryConsumerOffsetResponseHeader>().ok())
+        .map(|h| h.offset)
+    };
+    assert!(
+        wait_until(Duration::from_secs(15), || offset_on_slave() == Some(42)),
+        "the slave did not copy the consumer offset: {:?}",
+        offset_on_slave()
     );
 }
