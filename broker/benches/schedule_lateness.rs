@@ -13,18 +13,17 @@
 //! checks they are all delivered, none early.
 #![allow(clippy::unwrap_used, reason = "bench harness code")]
 
+#[path = "../tests/support/mod.rs"]
+mod support;
+
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use broker::broker::Broker;
-use broker::config::BrokerConfig;
-use bytes::Bytes;
 use parking_lot::Mutex;
-use remoting::protocol::broker::SendMessageRequestHeaderV2;
-use remoting::{RemotingClient, RemotingCommand, RequestCode};
-use store::{DispatchListener, DispatchRequest, StoreConfig};
-use tokio::net::TcpListener;
+use remoting::RemotingClient;
+use store::{DispatchListener, DispatchRequest};
+use support::Running;
 
 const SCHEDULE_TOPIC: &str = "SCHEDULE_TOPIC_XXXX";
 const TOPIC: &str = "LatenessTopic";
@@ -51,62 +50,16 @@ impl DispatchListener for Watch {
     }
 }
 
-fn send_request(key: &str, level: u32) -> RemotingCommand {
-    let header = SendMessageRequestHeaderV2 {
-        producer_group: "pg".into(),
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: 0,
-        born_timestamp: broker::clock::now_ms(),
-        flag: 0,
-        properties: Some(format!("DELAY\u{1}{level}\u{2}UNIQ_KEY\u{1}{key}")),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        max_reconsume_times: None,
-        batch: Some(false),
-        broker_name: None,
-    };
-    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
-        .with_body(Bytes::from_static(b"delayed"))
-}
-
 fn percentile(sorted: &[i64], p: f64) -> i64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
     sorted[i.min(sorted.len() - 1)]
 }
 
 async fn run(messages: usize, spread: Duration) -> Vec<i64> {
-    let dir = tempfile::tempdir().unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let config = BrokerConfig {
-        broker_name: "broker-a".into(),
-        bind_address: "127.0.0.1".into(),
-        ha_listen_port: Some(0),
-        broker_ip1: Some("127.0.0.1".into()),
-        namesrv_addr: None,
-        ..BrokerConfig::default()
-    };
-    let mut store = StoreConfig::with_root(dir.path().join("store"));
-    store.mapped_file_size_commit_log = 64 << 20;
-    let broker = Arc::new(
-        tokio::task::spawn_blocking(move || {
-            Broker::open(config, store, ha::HaConfig::default(), port)
-        })
-        .await
-        .unwrap()
-        .unwrap(),
-    );
+    let running = Running::start(|_, store| store.mapped_file_size_commit_log = 64 << 20).await;
     let watch = Arc::new(Watch::default());
-    broker.store.add_dispatch_listener(watch.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(broker::server::run(Arc::clone(&broker), listener, async {
-        let _ = stopped.await;
-    }));
-
-    let addr = format!("127.0.0.1:{port}");
+    running.broker.store.add_dispatch_listener(watch.clone());
+    let addr = running.addr.clone();
     let senders = 4;
     let per_sender = messages.div_ceil(senders);
     let gap = spread / u32::try_from(per_sender.max(1)).unwrap();
@@ -121,14 +74,9 @@ async fn run(messages: usize, spread: Duration) -> Vec<i64> {
                     break;
                 }
                 let level = 1 + u32::try_from(n % 2).unwrap();
-                let r = client
-                    .invoke(
-                        &addr,
-                        send_request(&format!("K{n:08}"), level),
-                        Duration::from_secs(5),
-                    )
-                    .await
-                    .unwrap();
+                let props = format!("DELAY\u{1}{level}\u{2}UNIQ_KEY\u{1}K{n:08}");
+                let request = support::send_request(TOPIC, 0, b"delayed", &props);
+                let r = client.invoke(&addr, request, support::T).await.unwrap();
                 assert_eq!(r.code(), 0, "send refused: {:?}", r.header.remark);
                 tokio::time::sleep(gap).await;
             }
@@ -142,8 +90,7 @@ async fn run(messages: usize, spread: Duration) -> Vec<i64> {
     while watch.lateness_ms.lock().len() < messages && Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let _ = stop.send(());
-    server.await.unwrap();
+    running.stop().await;
     let mut lateness = watch.lateness_ms.lock().clone();
     lateness.sort_unstable();
     assert_eq!(

@@ -7,106 +7,22 @@
     reason = "test code: a failed step should fail the test"
 )]
 
-use std::sync::Arc;
+mod support;
+
 use std::time::{Duration, Instant};
 
-use broker::broker::Broker;
-use broker::config::BrokerConfig;
-use bytes::Bytes;
 use remoting::protocol::broker::{
     ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader,
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
-    QueryConsumerOffsetResponseHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    QueryConsumerOffsetResponseHeader, SendMessageResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 };
 use remoting::protocol::constants::pull_sys_flag;
-use remoting::{RemotingClient, RemotingCommand, RequestCode, ResponseCode};
-use store::StoreConfig;
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use store::record::{self, Record};
-use tokio::net::TcpListener;
-use tokio::sync::oneshot;
-
-const T: Duration = Duration::from_secs(5);
-
-struct Running {
-    addr: String,
-    broker: Arc<Broker>,
-    client: RemotingClient,
-    stop: Option<oneshot::Sender<()>>,
-    done: Option<tokio::task::JoinHandle<()>>,
-    _dir: tempfile::TempDir,
-}
+use support::{Running, T};
 
 impl Running {
-    async fn start(tweak: impl FnOnce(&mut BrokerConfig, &mut StoreConfig)) -> Self {
-        let _ = tracing_subscriber::fmt()
-            .with_test_writer()
-            .with_env_filter("info")
-            .try_init();
-        let dir = tempfile::tempdir().unwrap();
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let mut config = BrokerConfig {
-            broker_name: "broker-a".into(),
-            bind_address: "127.0.0.1".into(),
-            ha_listen_port: Some(0),
-            broker_ip1: Some("127.0.0.1".into()),
-            namesrv_addr: None,
-            ..BrokerConfig::default()
-        };
-        let mut store = StoreConfig::with_root(dir.path().join("store"));
-        store.mapped_file_size_commit_log = 1024 * 1024;
-        tweak(&mut config, &mut store);
-        let broker = Arc::new(
-            tokio::task::spawn_blocking(move || {
-                Broker::open(config, store, ha::HaConfig::default(), port)
-            })
-            .await
-            .unwrap()
-            .unwrap(),
-        );
-        let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(broker::server::run(Arc::clone(&broker), listener, async {
-            let _ = stopped.await;
-        }));
-        Running {
-            addr: format!("127.0.0.1:{port}"),
-            broker,
-            client: RemotingClient::default(),
-            stop: Some(stop),
-            done: Some(done),
-            _dir: dir,
-        }
-    }
-
-    async fn call(&self, request: RemotingCommand) -> RemotingCommand {
-        self.client.invoke(&self.addr, request, T).await.unwrap()
-    }
-
-    async fn send(&self, topic: &str, queue_id: i32, body: &[u8], props: &str) -> RemotingCommand {
-        let header = SendMessageRequestHeaderV2 {
-            producer_group: "pg".into(),
-            topic: topic.into(),
-            default_topic: "TBW102".into(),
-            default_topic_queue_nums: 4,
-            queue_id,
-            sys_flag: 0,
-            born_timestamp: broker::clock::now_ms(),
-            flag: 0,
-            properties: Some(props.into()),
-            reconsume_times: Some(0),
-            unit_mode: Some(false),
-            max_reconsume_times: None,
-            batch: Some(false),
-            broker_name: None,
-        };
-        self.call(
-            RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
-                .with_body(Bytes::copy_from_slice(body)),
-        )
-        .await
-    }
-
     fn pull_request(
         topic: &str,
         queue_id: i32,
@@ -164,15 +80,6 @@ impl Running {
                 "{topic}/{queue_id} not dispatched"
             );
             tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
-
-    async fn stop(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
-        if let Some(done) = self.done.take() {
-            done.await.unwrap();
         }
     }
 }
@@ -263,41 +170,12 @@ async fn send_then_pull_with_tag_filter_and_status_codes() {
 /// RocketMQ 5 slave's GET_ALL_MESSAGE_REQUEST_MODE gets the (empty) pop-mode table.
 #[tokio::test]
 async fn vip_channel_serves_the_same_requests() {
-    let dir = tempfile::tempdir().unwrap();
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let vip = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let vip_addr = vip.local_addr().unwrap().to_string();
-    let config = BrokerConfig {
-        broker_name: "broker-a".into(),
-        bind_address: "127.0.0.1".into(),
-        ha_listen_port: Some(0),
-        broker_ip1: Some("127.0.0.1".into()),
-        namesrv_addr: None,
-        ..BrokerConfig::default()
-    };
-    let store = StoreConfig::with_root(dir.path().join("store"));
-    let broker = Arc::new(
-        tokio::task::spawn_blocking(move || {
-            Broker::open(config, store, ha::HaConfig::default(), port)
-        })
-        .await
-        .unwrap()
-        .unwrap(),
-    );
-    let (stop, stopped) = oneshot::channel::<()>();
-    let done = tokio::spawn(broker::server::run_with_vip_channel(
-        Arc::clone(&broker),
-        listener,
-        Some(vip),
-        async {
-            let _ = stopped.await;
-        },
-    ));
-    let client = RemotingClient::default();
-    let topics = client
+    let b = Running::start_with_vip_channel(|_, _| {}).await;
+    let vip = b.vip_addr.clone().unwrap();
+    let topics = b
+        .client
         .invoke(
-            &vip_addr,
+            &vip,
             RemotingCommand::request(RequestCode::GetAllTopicConfig),
             T,
         )
@@ -305,9 +183,10 @@ async fn vip_channel_serves_the_same_requests() {
         .unwrap();
     assert_eq!(topics.code(), 0, "{:?}", topics.header.remark);
     assert!(String::from_utf8_lossy(&topics.body.to_bytes()).contains("TBW102"));
-    let modes = client
+    let modes = b
+        .client
         .invoke(
-            &vip_addr,
+            &vip,
             RemotingCommand::request(RequestCode::GetAllMessageRequestMode),
             T,
         )
@@ -316,10 +195,9 @@ async fn vip_channel_serves_the_same_requests() {
     assert_eq!(modes.code(), 0);
     let body: serde_json::Value = serde_json::from_slice(&modes.body.to_bytes()).unwrap();
     assert_eq!(body, serde_json::json!({"messageRequestModeMap": {}}));
-    let _ = stop.send(());
-    done.await.unwrap();
+    b.stop().await;
     // Both ports are closed once the broker stops.
-    assert!(tokio::net::TcpStream::connect(&vip_addr).await.is_err());
+    assert!(tokio::net::TcpStream::connect(&vip).await.is_err());
 }
 
 #[tokio::test]
