@@ -78,6 +78,10 @@ pub struct Cli {
     /// Directory of mqnamesrv/mqbroker/mqbench (default: next to this program, built first).
     #[arg(long)]
     pub bin_dir: Option<PathBuf>,
+    /// What the binaries of --bin-dir are (recorded as "sluice build" instead of the
+    /// workspace's commit), e.g. "`abc1234`, a clean export, release".
+    #[arg(long)]
+    pub build_note: Option<String>,
     /// Do not build the binaries first.
     #[arg(long)]
     pub no_build: bool,
@@ -385,20 +389,24 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     )
     .lines()
     .count();
-    settings.insert(
-        "sluice build".to_owned(),
-        format!(
-            "`{commit}`{}, profile `{}`",
+    let profile = cli
+        .bin_dir
+        .clone()
+        .unwrap_or_else(own_dir)
+        .file_name()
+        .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+    let build = match &cli.build_note {
+        Some(note) => note.clone(),
+        None => format!(
+            "`{commit}`{}, profile `{profile}`",
             if dirty > 0 {
                 format!(" + {dirty} uncommitted file(s) in the server/tool crates")
             } else {
                 String::new()
             },
-            own_dir()
-                .file_name()
-                .map_or_else(String::new, |n| n.to_string_lossy().into_owned())
         ),
-    );
+    };
+    settings.insert("sluice build".to_owned(), build);
     if programs.apache.is_some() {
         settings.insert(
             "RocketMQ".to_owned(),
@@ -432,7 +440,13 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         disk,
         settings,
         runs: Vec::new(),
-        criterion: machine::criterion_results(&target_dir.join("criterion")),
+        // The workspace's criterion output (`make bench`), wherever the binaries came from.
+        criterion: machine::criterion_results(
+            &own_dir()
+                .parent()
+                .map_or_else(|| target_dir.clone(), Path::to_owned)
+                .join("criterion"),
+        ),
     };
     let results_path = out.join("results.json");
     let clock = Instant::now();

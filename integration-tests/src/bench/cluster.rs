@@ -14,7 +14,7 @@ use remoting::protocol::route::ClusterInfo;
 use remoting::{RemotingClient, RemotingCommand, RequestCode};
 use tempfile::TempDir;
 
-use super::procs::{Proc, cpu_seconds, rss_anon};
+use super::procs::{Proc, cpu_seconds, rss_anon, vm_rss};
 use crate::ports::{self, PortReservation};
 
 /// Cluster name of every benchmark cluster (both systems).
@@ -256,6 +256,16 @@ impl Cluster {
         self.pids()
             .into_iter()
             .map(|p| rss_anon(p).unwrap_or(0))
+            .collect()
+    }
+
+    /// VmRSS now (mapped store files and page cache of them included) of name server,
+    /// master, slave.
+    #[must_use]
+    pub fn vm_rss(&self) -> Vec<u64> {
+        self.pids()
+            .into_iter()
+            .map(|p| vm_rss(p).unwrap_or(0))
             .collect()
     }
 

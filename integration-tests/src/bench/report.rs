@@ -135,6 +135,11 @@ fn rows_for(scenario: &Scenario) -> Vec<Row> {
         row("cpu_master_pct", "broker CPU % (of one core)"),
         row("disk_write_master_mb_s", "broker disk writes MiB/s"),
         row("rss_peak_master_mib", "broker RssAnon peak MiB"),
+        row("rss_idle_master_mib", "broker RssAnon idle MiB"),
+        row(
+            "vmrss_idle_master_mib",
+            "broker VmRSS idle MiB (mapped store files included)",
+        ),
     ];
     match scenario.workload {
         Workload::Produce { .. } if scenario.slave => {
@@ -831,7 +836,8 @@ pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&
              (`make bench` produces them; the driver only summarises).\n\n",
         );
     } else {
-        md.push_str("Latest estimates found in `target/criterion` (mean per iteration):\n\n| benchmark | mean |\n|---|---|\n");
+        md.push_str("Latest estimates found in `target/criterion` (mean per iteration; produced by `make bench`, \
+             not by this driver, so they may predate this run and come from other commits):\n\n| benchmark | mean |\n|---|---|\n");
         for (id, time) in criterion_table(&r.criterion) {
             let _ = writeln!(md, "| `{id}` | {time} |");
         }
