@@ -946,6 +946,11 @@ impl HaBrokerProcess {
         mqadmin(&self.namesrv, args)
     }
 
+    /// [`create_topic`] through this broker's name server.
+    pub fn create_topic(&self, topic: &str, queues: u32) {
+        create_topic(&self.namesrv, topic, queues);
+    }
+
     /// Whether `topic` is in its topic table (GET_ALL_TOPIC_CONFIG); false when it cannot be
     /// asked.
     #[must_use]
@@ -1216,6 +1221,30 @@ impl fmt::Display for MqadminOutput {
 
 /// Runs our `mqadmin` (`tools` package) with `args`, then `-n namesrv`.
 ///
+/// Creates (or updates) `topic` with `queues` read and write queues on every master of
+/// DefaultCluster, with our `mqadmin updateTopic`.
+///
+/// # Panics
+/// When the command fails.
+pub fn create_topic(namesrv: &str, topic: &str, queues: u32) {
+    let queues = queues.to_string();
+    mqadmin(
+        namesrv,
+        &[
+            "updateTopic",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            topic,
+            "-r",
+            &queues,
+            "-w",
+            &queues,
+        ],
+    )
+    .assert_ok();
+}
+
 /// # Panics
 /// When it cannot be started.
 #[must_use]

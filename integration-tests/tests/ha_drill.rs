@@ -307,18 +307,7 @@ fn drill(role: &str, client: &str, mode: &str, failover: Failover) -> Report {
     let ns = NamesrvProcess::start();
     let mut a = HaBrokerProcess::start_master("a", &ns.addr(), role, &settings);
     let topic = unique_name("Drill");
-    a.mqadmin(&[
-        "updateTopic",
-        "-c",
-        "DefaultCluster",
-        "-t",
-        &topic,
-        "-r",
-        "4",
-        "-w",
-        "4",
-    ])
-    .assert_ok();
+    a.create_topic(&topic, 4);
     let mut b = HaBrokerProcess::start("b", &ns.addr(), "SLAVE", 1, &settings);
     b.wait_following(&a, Duration::from_secs(20)).unwrap();
 

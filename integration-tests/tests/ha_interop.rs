@@ -35,7 +35,7 @@ use integration_tests::java::{self, JavaTools, Recv, Sent, V4, unique_name};
 use integration_tests::ports;
 use integration_tests::process::{
     ChildProcess, HaBrokerProcess, NamesrvProcess, ProcessSpec, Readiness, TestDir,
-    broker_has_topic, compare_store_files, registered_ids, wait_until,
+    broker_has_topic, compare_store_files, create_topic, registered_ids, wait_until,
 };
 
 const MESSAGES: usize = 100;
@@ -223,25 +223,6 @@ fn wait_sync_ok(namesrv: &str) {
     assert!(ok, "no SEND_OK from the SYNC_MASTER: {}", last.unwrap());
 }
 
-/// `updateTopic -c DefaultCluster` with 4 queues: created on the pair's master.
-fn create_topic(namesrv: &str, topic: &str) {
-    let out = integration_tests::process::mqadmin(
-        namesrv,
-        &[
-            "updateTopic",
-            "-c",
-            "DefaultCluster",
-            "-t",
-            topic,
-            "-r",
-            "4",
-            "-w",
-            "4",
-        ],
-    );
-    out.assert_ok();
-}
-
 fn produce(java: &JavaTools, ns: &str, topic: &str) -> Vec<Sent> {
     let out = java.run(
         "sluice.it.Producer",
@@ -331,7 +312,7 @@ fn java_slave_follows_sluice_master(version: &str) {
     let ns_addr = ns.addr();
     let master = HaBrokerProcess::start_master("sluice-master", &ns_addr, "SYNC_MASTER", &[]);
     let topic = unique_name("InteropJs");
-    create_topic(&ns_addr, &topic);
+    create_topic(&ns_addr, &topic, 4);
 
     // The Java slave learns the master's HA address from the name server.
     let mut slave = ApacheBroker::start(
@@ -392,7 +373,7 @@ fn sluice_slave_follows_java_master(version: &str) {
     let ns_addr = ns.addr();
     let mut master = ApacheBroker::start(version, &ns_addr, "SYNC_MASTER", 0, &[]);
     let topic = unique_name("InteropSj");
-    create_topic(&ns_addr, &topic);
+    create_topic(&ns_addr, &topic, 4);
 
     // The sluice slave learns the Java master's HA address from the name server.
     let slave = HaBrokerProcess::start(

@@ -55,19 +55,7 @@ fn pair(slave_settings: &[(&str, &str)]) -> Pair {
     let ns = NamesrvProcess::start();
     let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
     let topic = unique_name("HaRepl");
-    master
-        .mqadmin(&[
-            "updateTopic",
-            "-c",
-            "DefaultCluster",
-            "-t",
-            &topic,
-            "-r",
-            "4",
-            "-w",
-            "4",
-        ])
-        .assert_ok();
+    master.create_topic(&topic, 4);
     let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, slave_settings);
     slave
         .wait_following(&master, Duration::from_secs(20))
@@ -282,19 +270,7 @@ fn slave_copies_groups_and_consumer_offsets() {
     let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
     let topic = unique_name("HaOffsets");
     let group = unique_name("HaOffsetsG");
-    master
-        .mqadmin(&[
-            "updateTopic",
-            "-c",
-            "DefaultCluster",
-            "-t",
-            &topic,
-            "-r",
-            "2",
-            "-w",
-            "2",
-        ])
-        .assert_ok();
+    master.create_topic(&topic, 2);
     master
         .mqadmin(&["updateSubGroup", "-b", &master.addr(), "-g", &group])
         .assert_ok();

@@ -171,18 +171,7 @@ fn racing_switches_leave_one_master_and_one_schedule_service() {
     // M0 and M1 go to topics of their own, so each one's deliveries can be counted.
     let (topic0, topic) = (unique_name("HaSwitch0"), unique_name("HaSwitch1"));
     for t in [&topic0, &topic] {
-        a.mqadmin(&[
-            "updateTopic",
-            "-c",
-            "DefaultCluster",
-            "-t",
-            t,
-            "-r",
-            "4",
-            "-w",
-            "4",
-        ])
-        .assert_ok();
+        a.create_topic(t, 4);
     }
     let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
     b.wait_following(&a, Duration::from_secs(20)).unwrap();
