@@ -19,6 +19,9 @@ use crate::processor::{BrokerProcessor, pull};
 use crate::pull_hold::PullHold;
 use store::{DispatchListener, DispatchRequest};
 
+/// How often a slave that does not know its master yet registers again to learn it.
+const SLAVE_MASTER_POLL: Duration = Duration::from_secs(2);
+
 /// Clients without a heartbeat for this long are dropped (`channelExpiredTimeout`).
 const CLIENT_EXPIRY_MS: i64 = 120_000;
 
@@ -226,7 +229,15 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
         } else if !broker.namesrv.addrs().is_empty() {
             warn!("no name server accepted the registration");
         }
-        let period = Duration::from_millis(broker.config().register_name_server_period);
+        let mut period = Duration::from_millis(broker.config().register_name_server_period);
+        // A slave that has not learned its master yet (it registered before its master
+        // did) asks again soon rather than a whole period later, as RocketMQ would.
+        let waiting_for_master = !broker.role().is_master()
+            && broker.replication.config().ha_master_address.is_none()
+            && following.is_none();
+        if waiting_for_master {
+            period = period.min(SLAVE_MASTER_POLL);
+        }
         tokio::select! {
             () = tokio::time::sleep(period) => {}
             () = changed.notified() => {}

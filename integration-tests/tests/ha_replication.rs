@@ -327,3 +327,20 @@ fn slave_copies_groups_and_consumer_offsets() {
         offset_on_slave()
     );
 }
+
+/// A slave that starts (and registers) before its master learns the master within seconds,
+/// not a registration period (30 s) later.
+#[test]
+fn slave_started_before_its_master_follows_it_soon() {
+    let ns = NamesrvProcess::start();
+    let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, &[]);
+    let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
+    let started = Instant::now();
+    slave
+        .wait_following(&master, Duration::from_secs(10))
+        .unwrap();
+    eprintln!(
+        "slave started first follows its master after {:?}",
+        started.elapsed()
+    );
+}
