@@ -24,6 +24,7 @@ use crate::schedule::ScheduleService;
 use crate::stats::BrokerStats;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
+use crate::transaction::check::TransactionCheckService;
 
 /// Why a broker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -74,6 +75,8 @@ pub struct Broker {
     pub pull_hold: Arc<PullHold>,
     /// Delay message delivery (masters).
     pub schedule: Arc<ScheduleService>,
+    /// Transaction check-backs (masters).
+    pub transactions: Arc<TransactionCheckService>,
     /// Master/slave replication.
     pub replication: Replication,
     /// Serialises role switches.
@@ -160,6 +163,7 @@ impl Broker {
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),
             schedule,
+            transactions: TransactionCheckService::new(),
             sync_now: tokio::sync::Notify::new(),
             replication,
             switch_lock: tokio::sync::Mutex::new(()),

@@ -288,6 +288,8 @@ fn notify_ids_changed(group: &str, channels: &[Channel]) {
 #[derive(Debug, Default)]
 pub struct ProducerManager {
     groups: RwLock<HashMap<String, HashMap<u64, ClientChannelInfo>>>,
+    /// Round-robin position of [`ProducerManager::available_channel`].
+    next: std::sync::atomic::AtomicUsize,
 }
 
 impl ProducerManager {
@@ -347,6 +349,26 @@ impl ProducerManager {
             .get(group)
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// One open channel of `group` for a transaction check-back, taking the group's
+    /// channels in turn (RocketMQ's `getAvailableChannel`); `None` if none is open.
+    #[must_use]
+    pub fn available_channel(&self, group: &str) -> Option<Channel> {
+        let groups = self.groups.read();
+        let mut channels: Vec<&Channel> = groups
+            .get(group)?
+            .values()
+            .map(|c| &c.channel)
+            .filter(|c| !c.is_closed())
+            .collect();
+        if channels.is_empty() {
+            return None;
+        }
+        // Map order is arbitrary; sort so that turns are fair.
+        channels.sort_by_key(|c| c.id());
+        let turn = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        channels.get(turn % channels.len()).map(|c| (*c).clone())
     }
 
     /// Every group with its channels.
@@ -447,6 +469,17 @@ mod tests {
         let (a, _rx) = client("a");
         m.register("pg", a.clone());
         assert_eq!(m.channels("pg").len(), 1);
+        let (b, _rx_b) = client("b");
+        m.register("pg", b.clone());
+        let picks: Vec<u64> = (0..4)
+            .map(|_| m.available_channel("pg").unwrap().id())
+            .collect();
+        assert_ne!(picks[0], picks[1], "turns: {picks:?}");
+        assert_eq!(picks[0], picks[2]);
+        b.channel.close();
+        assert_eq!(m.available_channel("pg").unwrap().id(), a.channel.id());
+        assert!(m.available_channel("other").is_none());
+        m.channel_closed(&b.channel);
         m.channel_closed(&a.channel);
         assert!(m.all().is_empty());
     }

@@ -90,6 +90,15 @@ pub struct BrokerConfig {
     pub flush_consumer_offset_interval: u64,
     /// Refuse transactional messages (false).
     pub reject_transaction_message: bool,
+    /// A half message younger than this (ms) is not checked back yet
+    /// (`transactionTimeOut`, 6000).
+    #[serde(rename = "transactionTimeOut")]
+    pub transaction_time_out: u64,
+    /// Check-backs of one half message before it is given up and moved to
+    /// TRANS_CHECK_MAX_TIME_TOPIC (`transactionCheckMax`, 15).
+    pub transaction_check_max: i32,
+    /// Pause between check-back rounds, ms (`transactionCheckInterval`, 60000; at least 100).
+    pub transaction_check_interval: u64,
     /// Long polling for pulls that find nothing (true).
     pub long_polling_enable: bool,
     /// Hold time of a pull when long polling is off, ms (1000).
@@ -170,6 +179,9 @@ impl Default for BrokerConfig {
             trace_topic_enable: false,
             flush_consumer_offset_interval: 5000,
             reject_transaction_message: false,
+            transaction_time_out: 6_000,
+            transaction_check_max: 15,
+            transaction_check_interval: 60_000,
             long_polling_enable: true,
             short_polling_time_mills: 1000,
             notify_consumer_ids_changed_enable: true,
@@ -244,9 +256,6 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "maxErrorRateOfBloomFilter",
     "filterDataCleanTimeSpan",
     "filterSupportRetry",
-    "transactionTimeOut",
-    "transactionCheckMax",
-    "transactionCheckInterval",
     "aclEnable",
     "storeReplyMessageEnable",
     "enableDetailStat",
@@ -294,6 +303,8 @@ impl BrokerConfig {
             BrokerRole::SLAVE => {}
         }
         self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);
+        // A zero interval would make the check-back service spin.
+        self.transaction_check_interval = self.transaction_check_interval.max(100);
         if let Some(ip) = &self.broker_ip1 {
             ip.parse::<IpAddr>().map_err(|_| {
                 ConfigError::Invalid(format!("brokerIP1 '{ip}' is not an IP address"))

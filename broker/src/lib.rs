@@ -13,6 +13,7 @@
 //! - [`registration`]: REGISTER_BROKER / UNREGISTER_BROKER to every name server.
 //! - [`replication`]: HA service per role, the store as the HA log, promotion point.
 //! - [`schedule`]: delay levels and the schedule (delay) service.
+//! - [`transaction`]: half messages, op records and the check-back service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`message`]: message properties read and rewritten on the send path.
 //! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
@@ -40,3 +41,4 @@ pub mod slave_sync;
 pub mod stats;
 pub mod subscription_group;
 pub mod topic_config;
+pub mod transaction;

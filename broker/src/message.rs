@@ -35,8 +35,13 @@ pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
 pub const MSG_REGION: &str = "MSG_REGION";
 /// `TRACE_ON` (also a send response extField).
 pub const TRACE_ON: &str = "TRACE_ON";
-/// `TRAN_PREPARED_QUEUE_OFFSET`.
+/// `TRAN_PREPARED_QUEUE_OFFSET`: on a half message copied back during its immunity
+/// time, the queue offset of the original half message.
 pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
+/// `TRANSACTION_CHECK_TIMES`: check-backs of a half message so far.
+pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+/// `CHECK_IMMUNITY_TIME_IN_SECONDS`: a producer's own first check-back delay (seconds).
+pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
 
 /// The value of `key` in a properties string.
 #[must_use]

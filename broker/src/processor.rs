@@ -6,6 +6,7 @@
 //! - `client`: heartbeat, unregister, client config check, consumer lists, offsets,
 //!   orderly locks (RocketMQ's ClientManageProcessor + ConsumerManageProcessor).
 //! - `send`: the three send codes; `send_back`: CONSUMER_SEND_MSG_BACK (retry, DLQ).
+//! - `end_transaction`: END_TRANSACTION (commit / rollback of half messages).
 //! - `pull`: PULL_MESSAGE / LITE_PULL_MESSAGE with long polling.
 //! - `offsets`: offsets, topic and consume stats, reset offset.
 //! - `query`: messages by key and by offset id.
@@ -21,6 +22,7 @@ use crate::broker::Broker;
 
 pub mod admin;
 pub mod client;
+pub mod end_transaction;
 pub mod offsets;
 pub mod pull;
 pub mod query;
@@ -72,6 +74,10 @@ impl Processor for BrokerProcessor {
                 return pull::process(&self.broker, channel, request);
             }
             RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
+            RequestCode::EndTransaction => match end_transaction::process(b, channel, &request) {
+                Some(outcome) => outcome,
+                None => return Reply::Nothing,
+            },
             RequestCode::QueryConsumerOffset => offsets::query_consumer_offset(b, &request),
             RequestCode::GetMaxOffset => offsets::max_offset(b, &request),
             RequestCode::GetMinOffset => offsets::min_offset(b, &request),

@@ -94,6 +94,7 @@ pub async fn run_with_vip_channel(
         .add_dispatch_listener(broker.schedule.listener());
     if broker.role().is_master() {
         broker.schedule.start();
+        broker.transactions.start(&broker);
     }
     let (stop_tx, stop_rx) = watch::channel(false);
     let registration = tokio::spawn(registration_loop(Arc::clone(&broker), stop_rx.clone()));
@@ -132,6 +133,7 @@ pub async fn run_with_vip_channel(
 
     stop_tx.send_replace(true);
     broker.schedule.stop();
+    broker.transactions.stop();
     broker.replication.stop();
     for task in pull_tasks {
         task.abort();

@@ -5,8 +5,9 @@
 //!
 //! Slave → master: stop the HA client, finish dispatching what was received (a
 //! partial record at the tail is cut), record the promotion point, take writes,
-//! start the HA accept service and the schedule service, re-register as brokerId 0.
-//! Master → slave: stop taking writes, stop the schedule service, cut the log back to
+//! start the HA accept service, the schedule service and the transaction check-back
+//! service, re-register as brokerId 0.
+//! Master → slave: stop taking writes, stop both services, cut the log back to
 //! the new master's promotion point (bytes past it were never replicated there), start
 //! the HA client, re-register with a slave id. Both are idempotent, and switches are
 //! serialised, so racing requests leave one consistent role and at most one schedule
@@ -161,6 +162,7 @@ async fn to_master(
     let current = broker.role();
     if current == role && broker.config().broker_id == 0 {
         broker.schedule.start();
+        broker.transactions.start(broker);
         return Ok(result(broker, None, false));
     }
     info!(
@@ -198,6 +200,7 @@ async fn to_master(
         .start_master()
         .map_err(|e| Refusal::system(format!("cannot start the HA service: {e}")))?;
     broker.schedule.start();
+    broker.transactions.start(broker);
     broker
         .namesrv
         .register(&broker.identity(), broker.topics.wrapper())
@@ -243,6 +246,7 @@ async fn to_slave(
     info!(master = ?master, ha = ?ha_addr, broker_id, "switching to slave");
     broker.store.set_writable(false);
     broker.schedule.stop();
+    broker.transactions.stop();
     let own_end = broker.store.commit_log().max_offset().0;
     let cut_at = status
         .as_ref()

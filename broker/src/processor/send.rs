@@ -1,6 +1,7 @@
 //! SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320)
 //! (RocketMQ's SendMessageProcessor): checks, topic auto-creation, retry → DLQ, delay
-//! levels → SCHEDULE_TOPIC_XXXX, the put, and the wait for flush (group commit).
+//! levels → SCHEDULE_TOPIC_XXXX, transactional sends → half messages, the put, and the
+//! wait for flush (group commit).
 //!
 //! The put is synchronous and short, so it runs in the connection's request task and
 //! keeps a connection's sends in order; waiting for durability is a future.
@@ -23,6 +24,7 @@ use super::{Refusal, respond};
 use crate::broker::Broker;
 use crate::config::BrokerRole;
 use crate::message::{self, CLUSTER, DELAY, REAL_QID, REAL_TOPIC};
+use crate::transaction;
 
 /// Queues of a DLQ topic (`DLQ_NUMS_PER_GROUP`).
 pub const DLQ_NUMS_PER_GROUP: i32 = 1;
@@ -57,14 +59,14 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
     };
     let result = match &prepared {
-        Prepared::One(msg) => broker.store.put_message(msg),
+        Prepared::One(msg) | Prepared::Half(msg, _) => broker.store.put_message(msg),
         Prepared::Batch(b) => broker.store.put_messages(b),
     };
     broker.stats.record_put(&header.topic, &result);
     let wait = result.status.is_ok() && flags.wait_store;
     let queue_id = prepared.queue_id();
     let unique_key = match &prepared {
-        Prepared::One(_) => flags.unique_key.map(str::to_owned),
+        Prepared::One(_) | Prepared::Half(..) => flags.unique_key.map(str::to_owned),
         Prepared::Batch(_) => None,
     };
     let base = send_response_extras(
@@ -118,13 +120,17 @@ fn decode_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, 
 /// What goes to the store.
 enum Prepared {
     One(MessageInner),
+    /// A transactional half message, and the real queue the producer chose.
+    Half(MessageInner, i32),
     Batch(MessageBatch),
 }
 
 impl Prepared {
+    /// The queue id the response names.
     fn queue_id(&self) -> i32 {
         match self {
             Prepared::One(m) => m.queue_id,
+            Prepared::Half(_, real) => *real,
             Prepared::Batch(b) => b.queue_id,
         }
     }
@@ -229,7 +235,9 @@ fn prepare(
             properties: props,
         }));
     }
-    if sys_flag::transaction_type(sys) == sys_flag::TRANSACTION_PREPARED_TYPE || flags.transaction {
+    let transaction =
+        sys_flag::transaction_type(sys) == sys_flag::TRANSACTION_PREPARED_TYPE || flags.transaction;
+    if transaction && broker.config().reject_transaction_message {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
             format!(
@@ -239,10 +247,14 @@ fn prepare(
         ));
     }
     let mut properties = props;
-    if delay > 0 {
+    // A half message is never parked: RocketMQ's store would park it (its sysFlag is
+    // NOT_TYPE by then) and overwrite REAL_TOPIC with the half topic, so its commit
+    // would never reach the real topic. The Java producer drops DELAY from
+    // transactional messages anyway; a DELAY that gets here applies at commit.
+    if delay > 0 && !transaction {
         (topic, queue_id, properties) = delay_rewrite(broker, &topic, queue_id, &properties, delay);
     }
-    Ok(Prepared::One(MessageInner {
+    let msg = MessageInner {
         topic,
         queue_id,
         flag: header.flag,
@@ -254,7 +266,12 @@ fn prepare(
         store_host,
         reconsume_times,
         prepared_transaction_offset: 0,
-    }))
+    };
+    if transaction {
+        // The response names the real queue, as RocketMQ's does.
+        return Ok(Prepared::Half(transaction::half_message(msg), queue_id));
+    }
+    Ok(Prepared::One(msg))
 }
 
 /// Parks a message with delay `level` in SCHEDULE_TOPIC_XXXX: queue `level − 1`

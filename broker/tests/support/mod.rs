@@ -46,11 +46,31 @@ impl Running {
         vip_channel: bool,
         tweak: impl FnOnce(&mut BrokerConfig, &mut StoreConfig),
     ) -> Self {
+        Self::start_in(tempfile::tempdir().unwrap(), vip_channel, tweak).await
+    }
+
+    /// Stops the broker cleanly and starts it again on the same store (a new port),
+    /// after `tweak`.
+    pub async fn restart(
+        mut self,
+        tweak: impl FnOnce(&mut BrokerConfig, &mut StoreConfig),
+    ) -> Self {
+        let vip_channel = self.vip_addr.is_some();
+        self.shut_down().await;
+        let Running { broker, _dir, .. } = self;
+        drop(broker);
+        Self::start_in(_dir, vip_channel, tweak).await
+    }
+
+    async fn start_in(
+        dir: tempfile::TempDir,
+        vip_channel: bool,
+        tweak: impl FnOnce(&mut BrokerConfig, &mut StoreConfig),
+    ) -> Self {
         let _ = tracing_subscriber::fmt()
             .with_test_writer()
             .with_env_filter("info")
             .try_init();
-        let dir = tempfile::tempdir().unwrap();
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let vip = if vip_channel {
@@ -116,6 +136,10 @@ impl Running {
 
     /// Stops the broker and waits for its clean shutdown.
     pub async fn stop(mut self) {
+        self.shut_down().await;
+    }
+
+    async fn shut_down(&mut self) {
         if let Some(stop) = self.stop.take() {
             let _ = stop.send(());
         }

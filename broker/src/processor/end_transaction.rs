@@ -1,0 +1,149 @@
+//! END_TRANSACTION (37), RocketMQ's EndTransactionProcessor: a producer commits or rolls
+//! back a half message, after its local transaction or when a check-back asks.
+//!
+//! Commit stores the real message and then the op record; rollback only the op record;
+//! "unknown" (0) does nothing and answers nothing, leaving the half message to the
+//! check-back service. Producers send it oneway; a two-way request gets RocketMQ's
+//! answer. The put is synchronous and short, like a send's, and the final message does
+//! not wait for flush or replication (RocketMQ stores it with `WAIT=false`).
+
+use remoting::protocol::broker::EndTransactionRequestHeader;
+use remoting::{Channel, RemotingCommand, ResponseCode};
+use store::record::{self, Record, StoredMessage, sys_flag};
+use store::{PutMessageStatus, PutResult};
+use tracing::{debug, error, warn};
+
+use super::{Handled, Refusal, success};
+use crate::broker::Broker;
+use crate::message::{self, PGROUP, REAL_QID, REAL_TOPIC, TRAN_MSG};
+use crate::transaction::{self, RealQueue};
+
+/// Handles one END_TRANSACTION; `None` when RocketMQ sends no response (unknown state).
+pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Option<Handled> {
+    let header: EndTransactionRequestHeader = match request.decode_header() {
+        Ok(h) => h,
+        Err(e) => return Some(Err(Refusal::from(e))),
+    };
+    if !broker.role().is_master() {
+        warn!("end transaction on a slave is forbidden");
+        return Some(Ok(RemotingCommand::response(
+            ResponseCode::SlaveNotAvailable,
+            None,
+        )));
+    }
+    let from_check = header.from_transaction_check.unwrap_or(false);
+    let peer = channel.peer_addr();
+    match header.commit_or_rollback {
+        sys_flag::TRANSACTION_COMMIT_TYPE => {
+            debug!(%peer, from_check, msg_id = %header.msg_id, "commit");
+        }
+        sys_flag::TRANSACTION_ROLLBACK_TYPE => {
+            debug!(%peer, from_check, msg_id = %header.msg_id, remark = ?request.remark(), "rollback");
+        }
+        sys_flag::TRANSACTION_NOT_TYPE => {
+            debug!(%peer, from_check, msg_id = %header.msg_id, remark = ?request.remark(), "transaction still unknown");
+            return None;
+        }
+        other => {
+            debug!(%peer, value = other, "unknown commitOrRollback value");
+            return None;
+        }
+    }
+    Some(end(broker, &header))
+}
+
+fn end(broker: &Broker, header: &EndTransactionRequestHeader) -> Handled {
+    let phy = u64::try_from(header.commit_log_offset)
+        .map_err(|_| Refusal::system("Find prepared transaction message failed"))?;
+    let bytes = broker
+        .store
+        .look_message_by_offset(phy)
+        .ok_or_else(|| Refusal::system("Find prepared transaction message failed"))?;
+    let Ok(Some(Record::Message(half))) = record::decode(&bytes) else {
+        return Err(Refusal::system("Find prepared transaction message failed"));
+    };
+    check_half(&half, header)?;
+    let props = half.properties_str().into_owned();
+    if header.commit_or_rollback == sys_flag::TRANSACTION_COMMIT_TYPE {
+        let real = RealQueue::of(&props)
+            .ok_or_else(|| Refusal::system("the prepared message has no REAL_TOPIC / REAL_QID"))?;
+        let mut msg =
+            transaction::committed_message(&half, bytes.slice_ref(half.body), props.clone(), real);
+        let delay = message::SendFlags::scan(&props).delay_level;
+        if delay > 0 {
+            // RocketMQ's store parks a COMMIT message that has a delay level like any
+            // other; the property map it re-encodes then has lost TRAN_MSG and REAL_*.
+            let cleared = message::without(&props, &[TRAN_MSG, REAL_TOPIC, REAL_QID]);
+            (msg.topic, msg.queue_id, msg.properties) =
+                super::send::delay_rewrite(broker, real.topic, real.queue_id, &cleared, delay);
+        }
+        let result = broker.store.put_message(&msg);
+        broker.stats.record_put(&msg.topic, &result);
+        final_response(broker, &result)?;
+    }
+    write_op(broker, &half);
+    Ok(success())
+}
+
+/// RocketMQ's `checkPrepareMessage`: the record must be the producer's half message.
+fn check_half(
+    half: &StoredMessage<'_>,
+    header: &EndTransactionRequestHeader,
+) -> Result<(), Refusal> {
+    let props = half.properties_str();
+    if message::get(&props, PGROUP) != Some(header.producer_group.as_str()) {
+        return Err(Refusal::system("The producer group wrong"));
+    }
+    if i64::try_from(half.queue_offset).ok() != Some(header.tran_state_table_offset) {
+        return Err(Refusal::system("The transaction state table offset wrong"));
+    }
+    if i64::try_from(half.physical_offset).ok() != Some(header.commit_log_offset) {
+        return Err(Refusal::system("The commit log offset wrong"));
+    }
+    Ok(())
+}
+
+/// Marks the half message resolved. A failed write only means it will be checked back
+/// (RocketMQ ignores the failure the same way).
+fn write_op(broker: &Broker, half: &StoredMessage<'_>) {
+    let op = transaction::op_message(
+        half.queue_id,
+        half.queue_offset,
+        broker.store_host(),
+        crate::clock::now_ms(),
+    );
+    let result = broker.store.put_message(&op);
+    if !result.status.is_ok() {
+        error!(status = %result.status, half_offset = half.queue_offset, "cannot write the transaction op record");
+    }
+}
+
+/// RocketMQ's `sendFinalMessage` status mapping.
+fn final_response(broker: &Broker, result: &PutResult) -> Result<(), Refusal> {
+    match result.status.rocketmq() {
+        PutMessageStatus::PutOk
+        | PutMessageStatus::FlushDiskTimeout
+        | PutMessageStatus::FlushSlaveTimeout
+        | PutMessageStatus::SlaveNotAvailable => Ok(()),
+        PutMessageStatus::CreateMappedFileFailed => {
+            Err(Refusal::system("Create mapped file failed."))
+        }
+        PutMessageStatus::MessageIllegal | PutMessageStatus::PropertiesSizeExceeded => {
+            Err(Refusal::new(
+                ResponseCode::MessageIllegal,
+                format!(
+                    "The message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
+                    broker.store.config().max_message_size
+                ),
+            ))
+        }
+        PutMessageStatus::ServiceNotAvailable => Err(Refusal::new(
+            ResponseCode::ServiceNotAvailable,
+            "Service not available now.",
+        )),
+        PutMessageStatus::OsPageCacheBusy => Err(Refusal::system(
+            "OS page cache busy, please try another machine",
+        )),
+        _ => Err(Refusal::system("UNKNOWN_ERROR")),
+    }
+}
