@@ -6,7 +6,8 @@
 //! - `client`: heartbeat, unregister, client config check, consumer lists, offsets,
 //!   orderly locks (RocketMQ's ClientManageProcessor + ConsumerManageProcessor).
 //! - `send`: the three send codes; `send_back`: CONSUMER_SEND_MSG_BACK (retry, DLQ).
-//! - `end_transaction`: END_TRANSACTION (commit / rollback of half messages).
+//! - `end_transaction`: END_TRANSACTION (commit / rollback of half messages) and
+//!   RESUME_CHECK_HALF_MESSAGE.
 //! - `pull`: PULL_MESSAGE / LITE_PULL_MESSAGE with long polling.
 //! - `offsets`: offsets, topic and consume stats, reset offset.
 //! - `query`: messages by key and by offset id.
@@ -74,6 +75,9 @@ impl Processor for BrokerProcessor {
                 return pull::process(&self.broker, channel, request);
             }
             RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
+            RequestCode::ResumeCheckHalfMessage => {
+                end_transaction::resume_check_half_message(b, &request)
+            }
             RequestCode::EndTransaction => match end_transaction::process(b, channel, &request) {
                 Some(outcome) => outcome,
                 None => return Reply::Nothing,

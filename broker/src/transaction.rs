@@ -169,6 +169,18 @@ pub fn check_max_message(
     }
 }
 
+/// A message (typically one moved to TRANS_CHECK_MAX_TIME_TOPIC) put back into half queue
+/// 0 to be checked again from scratch (RESUME_CHECK_HALF_MESSAGE); `properties` carry
+/// `TRANSACTION_CHECK_TIMES` = 0.
+#[must_use]
+pub fn resumed_half(msg: &StoredMessage<'_>, body: Bytes, properties: String) -> MessageInner {
+    MessageInner {
+        topic: system::TRANS_HALF_TOPIC.to_owned(),
+        queue_id: 0,
+        ..renewed_half(msg, body, properties)
+    }
+}
+
 /// Where a renewed half message landed: the offsets the producer echoes back.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Renewed {

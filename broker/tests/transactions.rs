@@ -2,7 +2,8 @@
 //! half messages stay invisible, a commit stores the real message once, a rollback never
 //! does, an unknown state is checked back with CHECK_TRANSACTION_STATE on a connected
 //! producer's channel, op records and progress survive a restart, half messages checked
-//! too often move to TRANS_CHECK_MAX_TIME_TOPIC, and the refusals RocketMQ gives.
+//! too often move to TRANS_CHECK_MAX_TIME_TOPIC (and RESUME_CHECK_HALF_MESSAGE brings them
+//! back), and the refusals RocketMQ gives.
 
 #![allow(
     clippy::unwrap_used,
@@ -21,7 +22,7 @@ use remoting::client::ClientConfig;
 use remoting::connection::RequestHandler;
 use remoting::protocol::broker::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader, PullMessageRequestHeader,
-    SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    ResumeCheckHalfMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
 use remoting::protocol::constants::{pull_sys_flag, system};
 use remoting::protocol::heartbeat::{HeartbeatData, ProducerData};
@@ -49,6 +50,18 @@ fn half_request(
     uniq: &str,
     group: &str,
 ) -> RemotingCommand {
+    half_request_with(topic, queue_id, body, uniq, group, "")
+}
+
+/// A half message with `extra` properties appended (`\u{2}`-led).
+fn half_request_with(
+    topic: &str,
+    queue_id: i32,
+    body: &[u8],
+    uniq: &str,
+    group: &str,
+    extra: &str,
+) -> RemotingCommand {
     let header = SendMessageRequestHeaderV2 {
         producer_group: group.into(),
         topic: topic.into(),
@@ -59,7 +72,7 @@ fn half_request(
         born_timestamp: broker::clock::now_ms(),
         flag: 0,
         properties: Some(format!(
-            "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}{group}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}WAIT\u{1}true"
+            "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}{group}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}WAIT\u{1}true{extra}"
         )),
         reconsume_times: Some(0),
         unit_mode: Some(false),
@@ -87,8 +100,19 @@ fn end_request(group: &str, half: &Half, state: i32, from_check: bool) -> Remoti
 
 impl Running {
     async fn send_half(&self, topic: &str, queue_id: i32, body: &[u8], uniq: &str) -> Half {
+        self.send_half_with(topic, queue_id, body, uniq, "").await
+    }
+
+    async fn send_half_with(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        body: &[u8],
+        uniq: &str,
+        extra: &str,
+    ) -> Half {
         let resp = self
-            .call(half_request(topic, queue_id, body, uniq, "pg"))
+            .call(half_request_with(topic, queue_id, body, uniq, "pg", extra))
             .await;
         assert_eq!(resp.code(), 0, "{:?}", resp.remark());
         let h: SendMessageResponseHeader = resp.decode_header().unwrap();
@@ -475,6 +499,43 @@ async fn checked_too_often_moves_to_trans_check_max_time_topic() {
     );
     assert!(moved[0].1.contains("REAL_TOPIC\u{1}TM"), "{:?}", moved[0].1);
     assert_eq!(b.broker.store.max_offset_in_queue("TM", 0), 0);
+
+    // mqadmin resumeCheckHalfMessage: back into the half queue, checked from scratch.
+    let phy = b
+        .broker
+        .store
+        .consume_queues()
+        .get(tcmt, 0)
+        .unwrap()
+        .unit_at(0)
+        .unwrap()
+        .commit_log_offset;
+    let header = ResumeCheckHalfMessageRequestHeader {
+        topic: None,
+        msg_id: Some(record::offset_msg_id(&b.broker.store_host(), phy)),
+    };
+    let resp = b
+        .call(RemotingCommand::request_with(
+            RequestCode::ResumeCheckHalfMessage,
+            &header,
+        ))
+        .await;
+    assert_eq!(resp.code(), 0, "{:?}", resp.remark());
+    b.dispatched(HALF, 0, 4).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let r = b.check_round().await;
+    assert_eq!((r.no_channel, r.discarded), (1, 0), "{r:?}");
+    let header = ResumeCheckHalfMessageRequestHeader {
+        topic: None,
+        msg_id: Some("nonsense".into()),
+    };
+    let resp = b
+        .call(RemotingCommand::request_with(
+            RequestCode::ResumeCheckHalfMessage,
+            &header,
+        ))
+        .await;
+    assert_eq!(resp.code(), ResponseCode::SystemError.code());
     b.stop().await;
 }
 
@@ -524,5 +585,53 @@ async fn refusals_as_rocketmq_gives_them() {
     b.broker
         .update_config(|c| c.broker_role = broker::config::BrokerRole::ASYNC_MASTER);
     assert_eq!(b.broker.store.max_offset_in_queue("TR", 0), 0);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_delay_level_applies_at_commit() {
+    let b = Running::start(|c, _| c.message_delay_level = "1s 2s".into()).await;
+    // The Java producer drops DELAY from transactional messages; a raw one may send it.
+    let half = b
+        .send_half_with("TD", 0, b"later", "u7", "\u{2}DELAY\u{1}1")
+        .await;
+    b.dispatched(HALF, 0, 1).await;
+    assert_eq!(
+        b.broker
+            .store
+            .max_offset_in_queue(system::SCHEDULE_TOPIC, 0),
+        0,
+        "the half message itself is not parked"
+    );
+    let resp = b
+        .call(end_request(
+            "pg",
+            &half,
+            sys_flag::TRANSACTION_COMMIT_TYPE,
+            false,
+        ))
+        .await;
+    assert_eq!(resp.code(), 0, "{:?}", resp.remark());
+    b.dispatched(system::SCHEDULE_TOPIC, 0, 1).await;
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while b.broker.store.max_offset_in_queue("TD", 0) < 1 {
+        assert!(
+            Instant::now() < deadline,
+            "committed message never delivered"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let got = b.pull_all("TD", 0).await;
+    assert_eq!(got.len(), 1);
+    let (body, props, sys, prepared) = &got[0];
+    assert_eq!(body, b"later");
+    assert_eq!(
+        sys & sys_flag::TRANSACTION_MASK,
+        sys_flag::TRANSACTION_COMMIT_TYPE
+    );
+    assert_eq!(*prepared, half.commit_log_offset);
+    // RocketMQ re-encodes the properties when it parks: TRAN_MSG is gone by then.
+    assert!(!props.contains("TRAN_MSG"), "{props:?}");
+    assert!(props.contains("REAL_TOPIC\u{1}TD"), "{props:?}");
     b.stop().await;
 }

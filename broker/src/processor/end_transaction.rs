@@ -1,5 +1,6 @@
 //! END_TRANSACTION (37), RocketMQ's EndTransactionProcessor: a producer commits or rolls
-//! back a half message, after its local transaction or when a check-back asks.
+//! back a half message, after its local transaction or when a check-back asks. Also
+//! RESUME_CHECK_HALF_MESSAGE (323), mqadmin's way back for a message given up on.
 //!
 //! Commit stores the real message and then the op record; rollback only the op record;
 //! "unknown" (0) does nothing and answers nothing, leaving the half message to the
@@ -7,15 +8,17 @@
 //! answer. The put is synchronous and short, like a send's, and the final message does
 //! not wait for flush or replication (RocketMQ stores it with `WAIT=false`).
 
-use remoting::protocol::broker::EndTransactionRequestHeader;
+use remoting::protocol::broker::{
+    EndTransactionRequestHeader, ResumeCheckHalfMessageRequestHeader,
+};
 use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::record::{self, Record, StoredMessage, sys_flag};
 use store::{PutMessageStatus, PutResult};
-use tracing::{debug, error, warn};
+use tracing::{debug, error, info, warn};
 
 use super::{Handled, Refusal, success};
 use crate::broker::Broker;
-use crate::message::{self, PGROUP, REAL_QID, REAL_TOPIC, TRAN_MSG};
+use crate::message::{self, PGROUP, REAL_QID, REAL_TOPIC, TRAN_MSG, TRANSACTION_CHECK_TIMES};
 use crate::transaction::{self, RealQueue};
 
 /// Handles one END_TRANSACTION; `None` when RocketMQ sends no response (unknown state).
@@ -146,4 +149,44 @@ fn final_response(broker: &Broker, result: &PutResult) -> Result<(), Refusal> {
         )),
         _ => Err(Refusal::system("UNKNOWN_ERROR")),
     }
+}
+
+/// RESUME_CHECK_HALF_MESSAGE (323, `mqadmin resumeCheckHalfMessage`): the message with
+/// offset id `msgId` (one moved to TRANS_CHECK_MAX_TIME_TOPIC, say) goes back into half
+/// queue 0 with `TRANSACTION_CHECK_TIMES` = 0, to be checked again. As in RocketMQ 4.9
+/// there is no role check: on a slave the put fails.
+pub fn resume_check_half_message(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let header: ResumeCheckHalfMessageRequestHeader = request.decode_header()?;
+    let unreadable = || {
+        Refusal::system(
+            "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.",
+        )
+    };
+    let (_, phy) = header
+        .msg_id
+        .as_deref()
+        .and_then(record::parse_offset_msg_id)
+        .ok_or_else(unreadable)?;
+    let bytes = broker
+        .store
+        .look_message_by_offset(phy)
+        .ok_or_else(unreadable)?;
+    let Ok(Some(Record::Message(msg))) = record::decode(&bytes) else {
+        return Err(unreadable());
+    };
+    let props = message::set(&msg.properties_str(), &[(TRANSACTION_CHECK_TIMES, "0")]);
+    let half = transaction::resumed_half(&msg, bytes.slice_ref(msg.body), props);
+    let result = broker.store.put_message(&half);
+    broker.stats.record_put(&half.topic, &result);
+    if !result.status.is_ok() {
+        error!(status = %result.status, "cannot put a message back into the half queue");
+        return Err(Refusal::system(
+            "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.",
+        ));
+    }
+    info!(
+        real_topic = message::get(&half.properties, REAL_TOPIC).unwrap_or("-"),
+        "message put back into the half queue"
+    );
+    Ok(success())
 }
