@@ -635,3 +635,54 @@ async fn a_delay_level_applies_at_commit() {
     assert!(props.contains("REAL_TOPIC\u{1}TD"), "{props:?}");
     b.stop().await;
 }
+
+#[tokio::test]
+async fn own_immunity_time_defers_the_check() {
+    let b = Running::start(|c, _| {
+        c.transaction_time_out = 1;
+        c.transaction_check_interval = 3_600_000;
+    })
+    .await;
+    b.send_half_with(
+        "TI",
+        0,
+        b"patience",
+        "u8",
+        "\u{2}CHECK_IMMUNITY_TIME_IN_SECONDS\u{1}1",
+    )
+    .await;
+    let sent = Instant::now();
+    b.dispatched(HALF, 0, 1).await;
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let r = b.check_round().await;
+    if sent.elapsed() < Duration::from_millis(800) {
+        // Within its immunity: copied back to wait, nobody asked.
+        assert_eq!((r.deferred, r.no_channel, r.checked), (1, 0, 0), "{r:?}");
+        let unit = b
+            .broker
+            .store
+            .consume_queues()
+            .get(HALF, 0)
+            .unwrap()
+            .unit_at(1)
+            .unwrap();
+        let bytes = b
+            .broker
+            .store
+            .look_message_by_offset_and_size(unit.commit_log_offset, unit.size as usize)
+            .unwrap();
+        let Ok(Some(Record::Message(copy))) = record::decode(&bytes) else {
+            panic!("copy does not decode")
+        };
+        let props = copy.properties_str();
+        assert!(
+            props.contains("TRAN_PREPARED_QUEUE_OFFSET\u{1}0"),
+            "{props:?}"
+        );
+    }
+    tokio::time::sleep(Duration::from_millis(1_100).saturating_sub(sent.elapsed())).await;
+    // Its immunity is over: asked (no producer is connected, so the check goes nowhere).
+    let r = b.check_round().await;
+    assert_eq!((r.no_channel, r.deferred), (1, 0), "{r:?}");
+    b.stop().await;
+}

@@ -12,6 +12,12 @@
 //! behind it. After `transactionCheckMax` checks a half message is moved to
 //! `TRANS_CHECK_MAX_TIME_TOPIC` instead (RocketMQ 4.9.8's choice; older 4.x dropped it).
 //!
+//! A half message with its own `CHECK_IMMUNITY_TIME_IN_SECONDS` is copied back (with
+//! `TRAN_PREPARED_QUEUE_OFFSET` naming the original) each round until that time is up; as
+//! in RocketMQ, an op record for the original only cancels a copy when both are read in
+//! the same round, so a commit that comes in during the immunity time may still be
+//! checked back once after it.
+//!
 //! Two departures from RocketMQ, both on its odd corners: all op records up to the op
 //! queue's end are read before a half message is judged (RocketMQ reads them in batches
 //! of 32 and may judge early by the born time of the last one), and an op record that
@@ -55,6 +61,8 @@ pub struct CheckReport {
     pub discarded: usize,
     /// Checks that found no producer channel to go to.
     pub no_channel: usize,
+    /// Half messages within their own `CHECK_IMMUNITY_TIME_IN_SECONDS`, put back to wait.
+    pub deferred: usize,
 }
 
 /// The check-back service of a broker.
@@ -360,7 +368,7 @@ impl<'a> QueueCheck<'a> {
         let mut immunity = self.timeout;
         if let Some(seconds) = message::get(&props, CHECK_IMMUNITY_TIME_IN_SECONDS) {
             immunity = immunity_ms(seconds, self.timeout);
-            if age < immunity && self.immune(half, bytes, &props) {
+            if age < immunity && self.immune(half, bytes, &props, report) {
                 return Verdict::Next;
             }
         } else if (0..immunity).contains(&age) {
@@ -406,7 +414,13 @@ impl<'a> QueueCheck<'a> {
 
     /// RocketMQ's `checkPrepareQueueOffset` for a half message within its immunity time:
     /// true when it is done with (resolved, or copied back to wait on).
-    fn immune(&mut self, half: &StoredMessage<'_>, bytes: &Bytes, props: &str) -> bool {
+    fn immune(
+        &mut self,
+        half: &StoredMessage<'_>,
+        bytes: &Bytes,
+        props: &str,
+        report: &mut CheckReport,
+    ) -> bool {
         let original = match message::get(props, TRAN_PREPARED_QUEUE_OFFSET) {
             None => None,
             Some(v) => match v.trim().parse::<i64>() {
@@ -417,6 +431,7 @@ impl<'a> QueueCheck<'a> {
         if let Some(original) = original {
             if let Some(op) = self.ops.remove.remove(&original) {
                 self.ops.done.push(op);
+                report.resolved += 1;
                 return true;
             }
         }
@@ -426,8 +441,10 @@ impl<'a> QueueCheck<'a> {
         let result = self.broker.store.put_message(&copy);
         if !result.status.is_ok() {
             error!(status = %result.status, "cannot put an immune half message back");
+            return false;
         }
-        result.status.is_ok()
+        report.deferred += 1;
+        true
     }
 
     /// Asks one producer of the group about the renewed copy; false if none is there.
