@@ -399,7 +399,7 @@ mod tests {
         let conf = dir.path().join("broker.conf");
         std::fs::write(
             &conf,
-            "brokerClusterName = DefaultCluster\nbrokerName = broker-a\nbrokerId = 0\ndeleteWhen = 04\nfileReservedTime = 48\nbrokerRole = SYNC_MASTER\nflushDiskType = ASYNC_FLUSH\nbrokerIP1=127.0.0.1\nsendMessageThreadPoolNums=8\n",
+            "brokerClusterName = DefaultCluster\nbrokerName = broker-a\nbrokerId = 0\ndeleteWhen = 04\nfileReservedTime = 48\nbrokerRole = SYNC_MASTER\nflushDiskType = ASYNC_FLUSH\nbrokerIP1=127.0.0.1\nsendMessageThreadPoolNums=8\ntransactionTimeOut=1500\ntransactionCheckInterval=0\n",
         )
         .unwrap();
         let settings = Settings::load(Some(&conf), &["listenPort=20911".into()]).unwrap();
@@ -407,6 +407,10 @@ mod tests {
         settings.accept_keys(ACCEPTED_UNUSED_KEYS);
         cfg.sanitize().unwrap();
         assert_eq!(cfg.broker_role, BrokerRole::SYNC_MASTER);
+        assert_eq!(cfg.transaction_time_out, 1500);
+        assert_eq!(cfg.transaction_check_max, 15);
+        // Clamped: a zero interval would spin.
+        assert_eq!(cfg.transaction_check_interval, 100);
         assert_eq!(cfg.broker_addr(cfg.listen_port), "127.0.0.1:20911");
         assert_eq!(cfg.ha_listen_port(cfg.listen_port), 20912);
         assert_eq!(cfg.fast_listen_port(cfg.listen_port), Some(20909));
