@@ -257,6 +257,27 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     Some((utime + stime) / clock_ticks())
 }
 
+/// User + system CPU seconds of this process's children that have exited and been waited
+/// for (`/proc/self/stat` cutime + cstime): the load generator's, once an `mqbench` run ends.
+#[must_use]
+pub fn children_cpu_seconds() -> f64 {
+    let Ok(stat) = fs::read_to_string("/proc/self/stat") else {
+        return 0.0;
+    };
+    let Some(close) = stat.rfind(')') else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
+    // fields[0] is field 3 (state): cutime is field 16, cstime field 17.
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(13) + tick(14)) / clock_ticks()
+}
+
 /// `RssAnon` of `pid` in bytes (`/proc/PID/status`): resident anonymous memory, page
 /// cache and mapped files excluded.
 #[must_use]

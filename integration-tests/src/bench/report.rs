@@ -122,6 +122,15 @@ const fn row(metric: &'static str, label: &'static str) -> Row {
 }
 
 fn rows_for(scenario: &Scenario) -> Vec<Row> {
+    let mut rows = workload_rows(scenario);
+    rows.push(row(
+        "loadavg_1m",
+        "machine load average (1 min) before the run",
+    ));
+    rows
+}
+
+fn workload_rows(scenario: &Scenario) -> Vec<Row> {
     use super::scenario::Workload;
     let producer = vec![
         row("tps", "messages/s"),
@@ -133,6 +142,10 @@ fn rows_for(scenario: &Scenario) -> Vec<Row> {
         row("errors", "failed sends"),
         row("cpu_master_s_per_m", "broker CPU s / million msgs"),
         row("cpu_master_pct", "broker CPU % (of one core)"),
+        row(
+            "cpu_loadgen_s_per_m",
+            "load generator (mqbench) CPU s / million msgs",
+        ),
         row("disk_write_master_mb_s", "broker disk writes MiB/s"),
         row("rss_peak_master_mib", "broker RssAnon peak MiB"),
         row("rss_idle_master_mib", "broker RssAnon idle MiB"),
@@ -466,6 +479,15 @@ fn bar_chart(title: &str, unit: &str, categories: &[String], series: &[Series]) 
                 s.color,
                 xml_escape(&s.name),
                 xml_escape(&fmt_stat(Some(*v)))
+            );
+            // The median over the bar: a bar a hundred times shorter than its neighbour
+            // (memory) is still read.
+            let _ = writeln!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" text-anchor="middle" font-size="8">{}</text>"#,
+                x + (bar_w - 2.0) / 2.0,
+                (y(v.max.max(v.median)) - 3.0).max(top - 2.0),
+                xml_escape(&fmt_num(v.median))
             );
             if v.n > 1 {
                 let cx = x + (bar_w - 2.0) / 2.0;

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cluster::{CLUSTER, Cluster, Programs, System, Topology};
-use super::procs::{Proc, RssSampler};
+use super::procs::{Proc, RssSampler, children_cpu_seconds};
 
 /// Durations and sizes of a whole run (`--quick` or full).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -353,6 +353,14 @@ fn run_inner(
     store_root: &Path,
     result: &mut RunResult,
 ) -> Result<(), String> {
+    // Other work on the machine (the load average over the last minute, before this run's
+    // cluster starts): the noise each figure was taken in.
+    if let Some(load) = fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+    {
+        result.metrics.insert("loadavg_1m".to_owned(), load);
+    }
     let at = Instant::now();
     let mut cluster = Cluster::start(system, programs, &topology(scenario), log_dir, store_root)?;
     result
@@ -489,6 +497,8 @@ fn record_producer(result: &mut RunResult, prefix: &str, s: &Value) {
 /// CPU, disk writes and memory of the cluster over one measured phase.
 struct Sample {
     cpu: Vec<f64>,
+    /// CPU of the driver's waited-for children: the `mqbench` runs that end in the phase.
+    loadgen_cpu: f64,
     written: Vec<u64>,
     rss: RssSampler,
     at: Instant,
@@ -498,6 +508,7 @@ impl Sample {
     fn start(cluster: &Cluster) -> Self {
         Sample {
             cpu: cluster.cpu(),
+            loadgen_cpu: children_cpu_seconds(),
             written: cluster.pids().into_iter().map(write_bytes).collect(),
             rss: RssSampler::start(cluster.pids()),
             at: Instant::now(),
@@ -513,6 +524,14 @@ impl Sample {
         let peaks = self.rss.finish();
         let labels = ["namesrv", "master", "slave"];
         let m = &mut result.metrics;
+        let loadgen = children_cpu_seconds() - self.loadgen_cpu;
+        m.insert(format!("{prefix}cpu_loadgen_s"), loadgen);
+        if messages > 0.0 {
+            m.insert(
+                format!("{prefix}cpu_loadgen_s_per_m"),
+                loadgen / messages * 1e6,
+            );
+        }
         for (i, label) in labels.iter().enumerate().take(cpu_now.len()) {
             let cpu = cpu_now[i] - self.cpu[i];
             m.insert(format!("{prefix}cpu_{label}_s"), cpu);
