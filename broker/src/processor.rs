@@ -102,7 +102,9 @@ impl Processor for BrokerProcessor {
             RequestCode::GetConsumerListByGroup => client::consumer_list(t, &request),
             RequestCode::UpdateConsumerOffset => client::update_consumer_offset(t, &request),
             RequestCode::LockBatchMq => client::lock_batch(t, &request),
-            RequestCode::UpdateAndCreateTopic => admin::update_and_create_topic(b, &request),
+            RequestCode::UpdateAndCreateTopic => {
+                return admin::update_and_create_topic(&self.broker, &request);
+            }
             RequestCode::DeleteTopicInBroker => admin::delete_topic(b, &request),
             RequestCode::GetAllTopicConfig => admin::all_topic_config(b),
             RequestCode::GetTopicConfig => admin::topic_config(b, &request),

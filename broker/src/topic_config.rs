@@ -25,7 +25,9 @@ pub const SCHEDULE_TOPIC_QUEUE_NUM: i32 = 18;
 /// The topic table of one broker.
 #[derive(Debug)]
 pub struct TopicConfigManager {
-    table: RwLock<TopicConfigSerializeWrapper>,
+    table: Arc<RwLock<TopicConfigSerializeWrapper>>,
+    /// The only writer of topics.json (group commit: one write per burst of changes).
+    writer: persist::GroupWriter,
     path: PathBuf,
     auto_create_topic_enable: bool,
     /// Notified after every change, so the broker re-registers at once.
@@ -56,8 +58,26 @@ impl TopicConfigManager {
             wrapper.topic_config_table.extend(stored.topic_config_table);
             wrapper.data_version = stored.data_version;
         }
+        let table = Arc::new(RwLock::new(wrapper));
+        let writer = {
+            let table = Arc::downgrade(&table);
+            let file = path.clone();
+            persist::GroupWriter::start("topics-json", move || {
+                let Some(table) = table.upgrade() else {
+                    return Ok(());
+                };
+                let bytes = persist::encode(&file, &*table.read())?;
+                remoting::config_file::write_atomic(&file, &bytes)
+            })
+            .map_err(|e| ConfigFileError::Io {
+                op: "start the topics.json writer",
+                path: path.clone(),
+                source: e,
+            })?
+        };
         Ok(TopicConfigManager {
-            table: RwLock::new(wrapper),
+            table,
+            writer,
             path,
             auto_create_topic_enable: config.auto_create_topic_enable,
             changed: Arc::new(Notify::new()),
@@ -163,9 +183,9 @@ impl TopicConfigManager {
                 .topic_config_table
                 .insert(topic.to_owned(), config.clone());
             table.data_version.next_version(now_ms());
-            self.persist_locked(&table);
             config
         };
+        self.persist_and_wait();
         self.changed.notify_one();
         (Some(created), true)
     }
@@ -199,29 +219,37 @@ impl TopicConfigManager {
                 .topic_config_table
                 .insert(topic.to_owned(), config.clone());
             table.data_version.next_version(now_ms());
-            self.persist_locked(&table);
             config
         };
+        self.persist_and_wait();
         self.changed.notify_one();
         config
     }
 
-    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC).
-    ///
-    /// # Errors
-    /// The table could not be persisted (the change is kept in memory).
-    pub fn update(&self, config: TopicConfig) -> Result<(), ConfigFileError> {
-        let result = {
+    /// Creates or replaces a topic (UPDATE_AND_CREATE_TOPIC) in memory and asks for
+    /// topics.json to be written: the returned generation is durable once
+    /// [`TopicConfigManager::persisted`] says so.
+    #[must_use]
+    pub fn update(&self, config: TopicConfig) -> u64 {
+        {
             let mut table = self.table.write();
             let old = table
                 .topic_config_table
                 .insert(config.topic_name.clone(), config.clone());
             info!(topic = %config.topic_name, new = old.is_none(), ?config, "topic config updated");
             table.data_version.next_version(now_ms());
-            persist::save(&self.path, &*table)
-        };
+        }
+        let generation = self.writer.request();
         self.changed.notify_one();
-        result
+        generation
+    }
+
+    /// Waits until topics.json holds the change of `generation` ([`TopicConfigManager::update`]).
+    ///
+    /// # Errors
+    /// The write failed (the change is kept in memory).
+    pub async fn persisted(&self, generation: u64) -> Result<(), String> {
+        self.writer.written(generation).await
     }
 
     /// Deletes a topic (DELETE_TOPIC_IN_BROKER). Returns whether it existed.
@@ -229,15 +257,15 @@ impl TopicConfigManager {
     /// # Errors
     /// The table could not be persisted (the change is kept in memory).
     pub fn delete(&self, topic: &str) -> Result<bool, ConfigFileError> {
-        let result = {
+        {
             let mut table = self.table.write();
             if table.topic_config_table.remove(topic).is_none() {
                 return Ok(false);
             }
             info!(topic, "topic deleted");
             table.data_version.next_version(now_ms());
-            persist::save(&self.path, &*table)
-        };
+        }
+        let result = self.persist();
         self.changed.notify_one();
         result.map(|()| true)
     }
@@ -262,7 +290,8 @@ impl TopicConfigManager {
         }
         if changed {
             table.data_version.next_version(now_ms());
-            self.persist_locked(&table);
+            drop(table);
+            self.persist_and_wait();
         }
     }
 
@@ -273,19 +302,27 @@ impl TopicConfigManager {
             return;
         }
         *table = master;
-        self.persist_locked(&table);
+        drop(table);
+        self.persist_and_wait();
     }
 
-    /// Writes topics.json.
+    /// Writes topics.json (through its writer) and waits for it.
     ///
     /// # Errors
     /// The file could not be written.
     pub fn persist(&self) -> Result<(), ConfigFileError> {
-        persist::save(&self.path, &*self.table.read())
+        let generation = self.writer.request();
+        self.writer
+            .wait(generation)
+            .map_err(|reason| ConfigFileError::WriteFailed {
+                path: self.path.clone(),
+                reason,
+            })
     }
 
-    fn persist_locked(&self, table: &TopicConfigSerializeWrapper) {
-        if let Err(e) = persist::save(&self.path, table) {
+    /// [`TopicConfigManager::persist`], logging a failure (the change stays in memory).
+    fn persist_and_wait(&self) {
+        if let Err(e) = self.persist() {
             error!(error = %e, "cannot persist topics.json");
         }
     }
@@ -409,12 +446,20 @@ mod tests {
         assert_eq!(m.create_in_send("T1", "TBW102", "x", 4, 0), (None, false));
     }
 
+    fn block_on<F: std::future::Future>(f: F) -> F::Output {
+        tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap()
+            .block_on(f)
+    }
+
     #[test]
     fn update_delete_and_order() {
         let dir = tempfile::tempdir().unwrap();
         let m = manager(&dir, &config());
-        m.update(TopicConfig::new("A", 2)).unwrap();
-        m.update(TopicConfig::new("B", 2)).unwrap();
+        let _ = m.update(TopicConfig::new("A", 2));
+        let b = m.update(TopicConfig::new("B", 2));
+        block_on(m.persisted(b)).unwrap();
         m.update_order_topics(&["B".to_owned()]);
         assert!(m.select("B").unwrap().order);
         assert!(!m.select("A").unwrap().order);
@@ -425,5 +470,33 @@ mod tests {
         assert!(reloaded.select("B").unwrap().order);
         let retry = m.create_in_send_back("%RETRY%g", 1, 6, 0);
         assert_eq!(retry.write_queue_nums, 1);
+    }
+
+    /// Every update acknowledged as persisted is in topics.json, however many writers
+    /// share one write.
+    #[test]
+    fn concurrent_updates_are_all_persisted() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = Arc::new(manager(&dir, &config()));
+        let writers: Vec<_> = (0..8)
+            .map(|t| {
+                let m = Arc::clone(&m);
+                std::thread::spawn(move || {
+                    for i in 0..40 {
+                        let g = m.update(TopicConfig::new(format!("T{t}_{i}"), 1));
+                        block_on(m.persisted(g)).unwrap();
+                    }
+                })
+            })
+            .collect();
+        for w in writers {
+            w.join().unwrap();
+        }
+        let reloaded = manager(&dir, &config());
+        for t in 0..8 {
+            for i in 0..40 {
+                assert!(reloaded.select(&format!("T{t}_{i}")).is_some(), "T{t}_{i}");
+            }
+        }
     }
 }

@@ -27,6 +27,14 @@ pub enum ConfigFileError {
         /// Cause.
         source: io::Error,
     },
+    /// A write (made by another thread on our behalf) failed; the reason is its error.
+    #[error("cannot write {path}: {reason}")]
+    WriteFailed {
+        /// The file.
+        path: PathBuf,
+        /// The writer's error.
+        reason: String,
+    },
     /// Neither the file nor its `.bak` holds a valid table.
     #[error("{path} is corrupt and has no usable .bak: {reason}")]
     Corrupt {

@@ -3,6 +3,7 @@
 //! a slave copies, and relaying calls to a consumer.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use remoting::protocol::admin::{
@@ -48,7 +49,31 @@ fn refuse_on_slave(broker: &Broker) -> Result<(), Refusal> {
 }
 
 /// UPDATE_AND_CREATE_TOPIC (17).
-pub fn update_and_create_topic(broker: &Broker, request: &RemotingCommand) -> Handled {
+pub fn update_and_create_topic(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
+    match prepare_topic_update(broker, request) {
+        Err(refusal) => Reply::Now(refusal.into_response()),
+        Ok(config) => {
+            // The answer waits for the topics.json write that holds the change; changes
+            // arriving meanwhile share that write (group commit).
+            let generation = broker.topics.update(config);
+            let broker = Arc::clone(broker);
+            Reply::later(async move {
+                Some(match broker.topics.persisted(generation).await {
+                    Ok(()) => success(),
+                    Err(e) => {
+                        Refusal::system(format!("cannot persist the topic: {e}")).into_response()
+                    }
+                })
+            })
+        }
+    }
+}
+
+/// UPDATE_AND_CREATE_TOPIC's checks; the topic config to store.
+fn prepare_topic_update(
+    broker: &Broker,
+    request: &RemotingCommand,
+) -> Result<TopicConfig, Refusal> {
     refuse_on_slave(broker)?;
     let h: CreateTopicRequestHeader = request.decode_header()?;
     validate_topic(&h.topic).map_err(|e| Refusal::system(e.to_string()))?;
@@ -68,11 +93,7 @@ pub fn update_and_create_topic(broker: &Broker, request: &RemotingCommand) -> Ha
         order: h.order,
         attributes: BTreeMap::new(),
     };
-    broker
-        .topics
-        .update(config)
-        .map_err(|e| Refusal::system(format!("cannot persist the topic: {e}")))?;
-    Ok(success())
+    Ok(config)
 }
 
 /// DELETE_TOPIC_IN_BROKER (215): the config and the topic's offsets go; CommitLog
