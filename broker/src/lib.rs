@@ -17,6 +17,7 @@
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`message`]: message properties read and rewritten on the send path.
 //! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
+//! - [`service_switch`]: idempotent start/stop of master-only services (one atomic flag).
 //! - [`slave_sync`]: a slave's periodic copy of its master's tables.
 //! - [`stats`]: counters and TPS windows for runtime info.
 //! - [`pull_hold`]: long polling: held pulls woken by dispatch or their deadline.
@@ -37,6 +38,7 @@ pub mod registration;
 pub mod replication;
 pub mod schedule;
 pub mod server;
+pub mod service_switch;
 pub mod slave_sync;
 pub mod stats;
 pub mod subscription_group;

@@ -15,7 +15,6 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -28,6 +27,7 @@ use tracing::{debug, error, info, warn};
 
 use crate::message::{self, REAL_QID, REAL_TOPIC, WAIT};
 use crate::persist;
+use crate::service_switch::ServiceSwitch;
 
 /// Delay offsets are persisted this often while running.
 const FLUSH_DELAY_OFFSET_INTERVAL: Duration = Duration::from_secs(10);
@@ -78,9 +78,9 @@ pub struct ScheduleService {
     levels: Vec<Duration>,
     offsets: Mutex<BTreeMap<i32, i64>>,
     path: PathBuf,
-    running: AtomicBool,
+    /// Start/stop, idempotent through one atomic flag (role switches call both).
+    switch: ServiceSwitch,
     wake: Arc<Notify>,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
 }
 
 impl ScheduleService {
@@ -101,45 +101,33 @@ impl ScheduleService {
             levels,
             offsets: Mutex::new(offsets),
             path,
-            running: AtomicBool::new(false),
+            switch: ServiceSwitch::default(),
             wake: Arc::new(Notify::new()),
-            task: Mutex::new(None),
         }))
     }
 
     /// Whether the delivery loop runs.
     #[must_use]
     pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Acquire)
+        self.switch.is_running()
     }
 
     /// Starts delivering (masters). Returns false if it was already running.
     pub fn start(self: &Arc<Self>) -> bool {
-        if self
-            .running
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return false;
-        }
         let me = Arc::clone(self);
-        let handle = tokio::spawn(async move { me.run().await });
-        *self.task.lock() = Some(handle);
-        info!(levels = self.levels.len(), "schedule service started");
-        true
+        let started = self
+            .switch
+            .start(|| tokio::spawn(async move { me.run().await }));
+        if started {
+            info!(levels = self.levels.len(), "schedule service started");
+        }
+        started
     }
 
     /// Stops delivering and persists the offsets. Returns false if it was not running.
     pub fn stop(&self) -> bool {
-        if self
-            .running
-            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
+        if !self.switch.stop() {
             return false;
-        }
-        if let Some(task) = self.task.lock().take() {
-            task.abort();
         }
         self.persist();
         info!("schedule service stopped");

@@ -69,19 +69,6 @@ impl Running {
         };
         (resp, header)
     }
-
-    /// Waits until dispatch has made `count` messages of the queue readable (a send is
-    /// acknowledged when stored; dispatch follows within moments).
-    async fn dispatched(&self, topic: &str, queue_id: i32, count: u64) {
-        let deadline = Instant::now() + T;
-        while self.broker.store.max_offset_in_queue(topic, queue_id) < count {
-            assert!(
-                Instant::now() < deadline,
-                "{topic}/{queue_id} not dispatched"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
-        }
-    }
 }
 
 fn messages(body: &[u8]) -> Vec<(String, Vec<u8>, String, i32)> {

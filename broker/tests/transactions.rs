@@ -17,12 +17,11 @@ use std::time::{Duration, Instant};
 
 use broker::transaction::CID_SYS_RMQ_TRANS;
 use broker::transaction::check::CheckReport;
-use bytes::Bytes;
 use remoting::client::ClientConfig;
 use remoting::connection::RequestHandler;
 use remoting::protocol::broker::{
     CheckTransactionStateRequestHeader, EndTransactionRequestHeader, PullMessageRequestHeader,
-    ResumeCheckHalfMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
+    ResumeCheckHalfMessageRequestHeader, SendMessageResponseHeader,
 };
 use remoting::protocol::constants::{pull_sys_flag, system};
 use remoting::protocol::heartbeat::{HeartbeatData, ProducerData};
@@ -62,26 +61,17 @@ fn half_request_with(
     group: &str,
     extra: &str,
 ) -> RemotingCommand {
-    let header = SendMessageRequestHeaderV2 {
-        producer_group: group.into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
+    let props = format!(
+        "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}{group}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}WAIT\u{1}true{extra}"
+    );
+    support::send_request_as(
+        group,
+        sys_flag::TRANSACTION_PREPARED_TYPE,
+        topic,
         queue_id,
-        sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
-        born_timestamp: broker::clock::now_ms(),
-        flag: 0,
-        properties: Some(format!(
-            "TRAN_MSG\u{1}true\u{2}PGROUP\u{1}{group}\u{2}UNIQ_KEY\u{1}{uniq}\u{2}WAIT\u{1}true{extra}"
-        )),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        max_reconsume_times: None,
-        batch: Some(false),
-        broker_name: None,
-    };
-    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
-        .with_body(Bytes::copy_from_slice(body))
+        body,
+        &props,
+    )
 }
 
 fn end_request(group: &str, half: &Half, state: i32, from_check: bool) -> RemotingCommand {
@@ -123,18 +113,6 @@ impl Running {
             queue_offset: h.queue_offset,
             commit_log_offset: i64::try_from(phy).unwrap(),
             uniq: uniq.into(),
-        }
-    }
-
-    /// Waits until dispatch has made `count` messages of the queue readable.
-    async fn dispatched(&self, topic: &str, queue_id: i32, count: u64) {
-        let deadline = Instant::now() + T;
-        while self.broker.store.max_offset_in_queue(topic, queue_id) < count {
-            assert!(
-                Instant::now() < deadline,
-                "{topic}/{queue_id} not dispatched"
-            );
-            tokio::time::sleep(Duration::from_millis(1)).await;
         }
     }
 

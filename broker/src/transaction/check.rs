@@ -28,7 +28,6 @@
 //! round runs on a blocking thread: it reads and writes the store synchronously.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -46,6 +45,7 @@ use crate::message::{
     self, CHECK_IMMUNITY_TIME_IN_SECONDS, PGROUP, TRAN_PREPARED_QUEUE_OFFSET,
     TRANSACTION_CHECK_TIMES, UNIQ_KEY,
 };
+use crate::service_switch::ServiceSwitch;
 
 /// Longest one queue is scanned in a round (`MAX_PROCESS_TIME_LIMIT`).
 const MAX_PROCESS_TIME_MS: i64 = 60_000;
@@ -68,8 +68,8 @@ pub struct CheckReport {
 /// The check-back service of a broker.
 #[derive(Debug, Default)]
 pub struct TransactionCheckService {
-    running: AtomicBool,
-    task: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// Start/stop, idempotent through one atomic flag (role switches call both).
+    switch: ServiceSwitch,
     /// One round at a time (the loop, and tests calling [`Self::check_once`]).
     round: Mutex<()>,
 }
@@ -84,43 +84,31 @@ impl TransactionCheckService {
     /// Whether the check loop runs.
     #[must_use]
     pub fn is_running(&self) -> bool {
-        self.running.load(Ordering::Acquire)
+        self.switch.is_running()
     }
 
     /// Starts checking every `transactionCheckInterval` (masters). Returns false if it
     /// was already running.
     pub fn start(&self, broker: &Arc<Broker>) -> bool {
-        if self
-            .running
-            .compare_exchange(false, true, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return false;
-        }
         let weak = Arc::downgrade(broker);
-        *self.task.lock() = Some(tokio::spawn(run(weak)));
-        info!(
-            interval_ms = broker.config().transaction_check_interval,
-            "transaction check service started"
-        );
-        true
+        let started = self.switch.start(|| tokio::spawn(run(weak)));
+        if started {
+            info!(
+                interval_ms = broker.config().transaction_check_interval,
+                "transaction check service started"
+            );
+        }
+        started
     }
 
     /// Stops checking. A round under way finishes on its thread. Returns false if it was
     /// not running.
     pub fn stop(&self) -> bool {
-        if self
-            .running
-            .compare_exchange(true, false, Ordering::AcqRel, Ordering::Acquire)
-            .is_err()
-        {
-            return false;
+        let stopped = self.switch.stop();
+        if stopped {
+            info!("transaction check service stopped");
         }
-        if let Some(task) = self.task.lock().take() {
-            task.abort();
-        }
-        info!("transaction check service stopped");
-        true
+        stopped
     }
 
     /// Runs one round over every half queue now (blocking: reads and writes the store).

@@ -4,7 +4,7 @@
 #![allow(dead_code, reason = "each test or bench uses part of it")]
 
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use broker::broker::Broker;
 use broker::config::BrokerConfig;
@@ -134,6 +134,19 @@ impl Running {
         self.call(send_request(topic, queue_id, body, props)).await
     }
 
+    /// Waits until dispatch has made `count` messages of the queue readable (a send is
+    /// acknowledged when stored; dispatch follows within moments).
+    pub async fn dispatched(&self, topic: &str, queue_id: i32, count: u64) {
+        let deadline = Instant::now() + T;
+        while self.broker.store.max_offset_in_queue(topic, queue_id) < count {
+            assert!(
+                Instant::now() < deadline,
+                "{topic}/{queue_id} not dispatched"
+            );
+            tokio::time::sleep(Duration::from_millis(1)).await;
+        }
+    }
+
     /// Stops the broker and waits for its clean shutdown.
     pub async fn stop(mut self) {
         self.shut_down().await;
@@ -151,13 +164,25 @@ impl Running {
 
 /// A SEND_MESSAGE_V2 request as a producer of group `pg` sends it.
 pub fn send_request(topic: &str, queue_id: i32, body: &[u8], props: &str) -> RemotingCommand {
+    send_request_as("pg", 0, topic, queue_id, body, props)
+}
+
+/// A SEND_MESSAGE_V2 request from a producer of `group`, with `sys_flag`.
+pub fn send_request_as(
+    group: &str,
+    sys_flag: i32,
+    topic: &str,
+    queue_id: i32,
+    body: &[u8],
+    props: &str,
+) -> RemotingCommand {
     let header = SendMessageRequestHeaderV2 {
-        producer_group: "pg".into(),
+        producer_group: group.into(),
         topic: topic.into(),
         default_topic: "TBW102".into(),
         default_topic_queue_nums: 4,
         queue_id,
-        sys_flag: 0,
+        sys_flag,
         born_timestamp: broker::clock::now_ms(),
         flag: 0,
         properties: Some(props.into()),
