@@ -262,15 +262,23 @@ pub fn decode_all(buf: &[u8]) -> Result<Vec<StoredMessage>, DecodeError> {
         .collect()
 }
 
-/// Born timestamp and body length (as stored) of every record, without copying bodies
-/// or parsing properties (mqbench's consumer measures end-to-end latency from these).
+/// Born timestamp, body length (as stored) and mqbench send stamp (if the body has one)
+/// of every record, without copying bodies or parsing properties (mqbench's consumer
+/// measures end-to-end latency from these).
 ///
 /// # Errors
 /// The first record that does not decode.
-pub fn scan_records(buf: &[u8], out: &mut Vec<(i64, usize)>) -> Result<(), DecodeError> {
+pub fn scan_records(
+    buf: &[u8],
+    out: &mut Vec<(i64, usize, Option<i64>)>,
+) -> Result<(), DecodeError> {
     for r in records(buf) {
         let (_, m) = r?;
-        out.push((m.born_timestamp, m.body.len()));
+        out.push((
+            m.born_timestamp,
+            m.body.len(),
+            crate::mqbench::stamp::read(m.body),
+        ));
     }
     Ok(())
 }
@@ -421,7 +429,10 @@ mod tests {
 
         let mut ts = Vec::new();
         scan_records(&[g.clone(), g].concat(), &mut ts).unwrap();
-        assert_eq!(ts, [(1_795_955_659_538, 14), (1_795_955_659_538, 14)]);
+        assert_eq!(
+            ts,
+            [(1_795_955_659_538, 14, None), (1_795_955_659_538, 14, None)]
+        );
     }
 
     #[test]

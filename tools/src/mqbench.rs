@@ -16,6 +16,7 @@
 
 pub mod consumer;
 pub mod producer;
+pub mod stamp;
 pub mod stats;
 pub mod topics;
 

@@ -82,7 +82,7 @@ fn apache_533_pull_body() {
     // The lightweight scan agrees with the full decode.
     let mut scanned = Vec::new();
     message::scan_records(&body, &mut scanned).unwrap();
-    let expected: Vec<(i64, usize)> = msgs
+    let expected: Vec<(i64, usize, Option<i64>)> = msgs
         .iter()
         .map(|m| {
             (
@@ -92,6 +92,7 @@ fn apache_533_pull_body() {
                 } else {
                     m.body.len()
                 },
+                None,
             )
         })
         .collect();

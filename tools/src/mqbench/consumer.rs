@@ -10,6 +10,7 @@ use remoting::protocol::broker::PullMessageRequestHeader;
 use remoting::protocol::constants::perm;
 use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SUB_ALL};
 
+use super::stamp;
 use super::stats::{Recorder, Summary};
 use super::{Run, parse_duration, report_progress, settings};
 use crate::admin::select_addr;
@@ -109,8 +110,14 @@ impl QueueLoop {
                         match scan_records(&r.body, &mut records) {
                             Ok(()) => {
                                 let mut bytes = 0u64;
-                                for (born, body_len) in &records {
-                                    self.recorder.record_millis(now - born);
+                                let now_us = stamp::now_micros();
+                                for (born, body_len, stamped) in &records {
+                                    match stamped {
+                                        Some(sent) => self.recorder.record(Duration::from_micros(
+                                            u64::try_from(now_us - sent).unwrap_or(0),
+                                        )),
+                                        None => self.recorder.record_millis(now - born),
+                                    }
                                     bytes += *body_len as u64;
                                 }
                                 self.run.counters.ok(records.len() as u64, bytes);

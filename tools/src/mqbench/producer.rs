@@ -86,6 +86,11 @@ pub struct ProducerArgs {
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// Stamp each body with its send time in microseconds (`mqbench consumer` then measures
+    /// end-to-end latency from it instead of the millisecond born timestamp); costs an
+    /// allocation per message.
+    #[arg(long = "stamp")]
+    pub stamp: bool,
 }
 
 /// One queue to send to, with its topic.
@@ -116,6 +121,8 @@ struct ArgsView {
     timeout: Duration,
     /// Per worker interval between requests when rate-limited.
     pace: Option<Duration>,
+    /// Stamp single-message bodies with the send time (µs).
+    stamp: bool,
     threads: usize,
 }
 
@@ -148,9 +155,14 @@ impl Worker {
         let now = now_millis();
         if a.batch <= 1 {
             let props = message_properties(a.tag.as_deref(), None, &self.ids.next_at(now));
+            let body = if a.stamp {
+                super::stamp::stamped(self.body.len(), super::stamp::now_micros())
+            } else {
+                self.body.clone()
+            };
             return Ok((
                 send_header(&a.group, topic, queue, &props, now, false),
-                self.body.clone(),
+                body,
                 false,
             ));
         }
@@ -340,6 +352,7 @@ pub async fn run(
         },
         timeout,
         pace,
+        stamp: args.stamp,
         threads: args.threads,
     });
     let run = Arc::new(Run::default());
