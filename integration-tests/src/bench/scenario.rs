@@ -758,6 +758,9 @@ fn end_to_end(
             "4",
             "--rate",
             &rate.to_string(),
+            // Microsecond send stamps in the bodies: the born timestamp's millisecond
+            // resolution is too coarse for these latencies.
+            "--stamp",
             "--duration",
             &secs(duration),
         ])
