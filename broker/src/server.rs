@@ -207,14 +207,16 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
             .namesrv
             .register(&broker.identity(), broker.topics.wrapper())
             .await;
+        // A slave follows the master the name server knows, unless haMasterAddress pins one
+        // (read after the registration: a role switch may have happened meanwhile).
+        let follows_name_server =
+            !broker.role().is_master() && broker.replication.config().ha_master_address.is_none();
         if let Some(reg) = registered {
             if !reg.order_topics.is_empty() {
                 broker.topics.update_order_topics(&reg.order_topics);
             }
-            // A slave follows the master the name server knows, unless haMasterAddress
-            // pins one; a new master is checked for divergence first.
-            if !broker.role().is_master() && broker.replication.config().ha_master_address.is_none()
-            {
+            // A new master is checked for divergence first.
+            if follows_name_server {
                 if let (Some(master), Some(ha_addr)) = (&reg.master_addr, &reg.ha_server_addr) {
                     if following.as_deref() != Some(master.as_str()) {
                         crate::processor::role::follow(&broker, master, ha_addr).await;
@@ -234,10 +236,7 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
         let mut period = Duration::from_millis(broker.config().register_name_server_period);
         // A slave that has not learned its master yet (it registered before its master
         // did) asks again soon rather than a whole period later, as RocketMQ would.
-        let waiting_for_master = !broker.role().is_master()
-            && broker.replication.config().ha_master_address.is_none()
-            && following.is_none();
-        if waiting_for_master {
+        if follows_name_server && following.is_none() {
             period = period.min(SLAVE_MASTER_POLL);
         }
         tokio::select! {
