@@ -73,6 +73,29 @@ pub fn without(props: &str, keys: &[&str]) -> String {
     properties::build(properties::iter(props).filter(|(k, _)| !keys.contains(k)))
 }
 
+/// Where a parked message really goes: a delayed message in SCHEDULE_TOPIC_XXXX or a
+/// transactional half message keeps its topic and queue in `REAL_TOPIC` / `REAL_QID`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RealQueue<'a> {
+    /// `REAL_TOPIC`.
+    pub topic: &'a str,
+    /// `REAL_QID`.
+    pub queue_id: i32,
+}
+
+impl<'a> RealQueue<'a> {
+    /// `REAL_TOPIC` and `REAL_QID` of a parked message's properties (one pass), if both
+    /// are there and the queue id is a number.
+    #[must_use]
+    pub fn of(props: &'a str) -> Option<Self> {
+        let [topic, queue_id] = properties::get_many(props, [REAL_TOPIC, REAL_QID]);
+        Some(RealQueue {
+            topic: topic?,
+            queue_id: queue_id?.trim().parse().ok()?,
+        })
+    }
+}
+
 /// What the send path decides from a producer's properties, found in one pass.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SendFlags<'a> {

@@ -25,7 +25,7 @@ use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore};
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
-use crate::message::{self, REAL_QID, REAL_TOPIC, WAIT};
+use crate::message::{self, RealQueue, WAIT};
 use crate::persist;
 use crate::service_switch::ServiceSwitch;
 
@@ -281,10 +281,7 @@ impl ScheduleService {
             return true;
         };
         let props = parked.properties_str();
-        let (Some(topic), Some(queue_id)) = (
-            message::get(&props, REAL_TOPIC),
-            message::get(&props, REAL_QID).and_then(|q| q.parse::<i32>().ok()),
-        ) else {
+        let Some(RealQueue { topic, queue_id }) = RealQueue::of(&props) else {
             warn!(
                 phy_offset,
                 "parked message has no REAL_TOPIC/REAL_QID; skipping"

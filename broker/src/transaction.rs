@@ -22,6 +22,7 @@ use remoting::protocol::constants::system;
 use store::MessageInner;
 use store::record::{self, RecordFields, StoredMessage, sys_flag};
 
+pub use crate::message::RealQueue;
 use crate::message::{self, REAL_QID, REAL_TOPIC, TAGS, WAIT};
 
 pub mod check;
@@ -30,26 +31,6 @@ pub mod check;
 pub const CID_SYS_RMQ_TRANS: &str = "CID_SYS_RMQ_TRANS";
 /// Tag of an op record that removes a half message (`TransactionalMessageUtil.REMOVETAG`).
 pub const REMOVE_TAG: &str = "d";
-
-/// What a half message must carry to be committed, checked or moved.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RealQueue<'a> {
-    /// `REAL_TOPIC`.
-    pub topic: &'a str,
-    /// `REAL_QID`.
-    pub queue_id: i32,
-}
-
-impl<'a> RealQueue<'a> {
-    /// `REAL_TOPIC` and `REAL_QID` of a half message's properties, if both are there
-    /// and the queue id is a number.
-    #[must_use]
-    pub fn of(props: &'a str) -> Option<Self> {
-        let topic = message::get(props, REAL_TOPIC)?;
-        let queue_id = message::get(props, REAL_QID)?.trim().parse().ok()?;
-        Some(RealQueue { topic, queue_id })
-    }
-}
 
 /// A prepared send as it is stored (RocketMQ's `parseHalfMessageInner`): topic and queue
 /// kept in `REAL_TOPIC` / `REAL_QID`, moved to queue 0 of the half topic, transaction
