@@ -180,7 +180,7 @@ fn start_long_polling(broker: &Arc<Broker>) -> Vec<tokio::task::JoinHandle<()>> 
     hold.start(
         move |held| {
             if let Some(response) = pull::execute(&for_rerun, &held.channel, &held.request, false) {
-                let _ = held.channel.send(response.answering(&held.request));
+                let _ = held.channel.send_late(response.answering(&held.request));
             }
         },
         move |topic, queue_id| for_offsets.store.max_offset_in_queue(topic, queue_id),

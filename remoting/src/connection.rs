@@ -93,6 +93,8 @@ struct ChannelInner {
     close_tx: watch::Sender<bool>,
     /// Milliseconds since `epoch()` of the last read or write.
     last_activity: AtomicU64,
+    /// A deferred response was queued since the writer last looked (see `send_late`).
+    late: AtomicBool,
 }
 
 impl fmt::Debug for Channel {
@@ -148,6 +150,7 @@ impl Channel {
                 closed: AtomicBool::new(false),
                 close_tx,
                 last_activity: AtomicU64::new(now_millis()),
+                late: AtomicBool::new(false),
             }),
         };
         (channel, queue)
@@ -189,6 +192,23 @@ impl Channel {
             .outgoing
             .send(command)
             .map_err(|_| self.closed_error())
+    }
+
+    /// Queues a response that was completed after its request's turn: by a group
+    /// commit, a slave's ack, a long-polling wake-up. Those complete many requests at
+    /// once, each in its own task; the writer, woken by the first, lets the others
+    /// queue theirs before it writes, so that they share one syscall.
+    ///
+    /// # Errors
+    /// `ConnectionClosed` when the connection is gone.
+    pub fn send_late(&self, command: RemotingCommand) -> Result<()> {
+        self.inner.late.store(true, Ordering::Release);
+        self.send(command)
+    }
+
+    /// Whether a late response was queued since the last call.
+    fn take_late(&self) -> bool {
+        self.inner.late.swap(false, Ordering::AcqRel)
     }
 
     /// Sends a request and waits for its response.
@@ -304,6 +324,7 @@ pub fn spawn(
             closed: AtomicBool::new(false),
             close_tx,
             last_activity: AtomicU64::new(now_millis()),
+            late: AtomicBool::new(false),
         }),
     };
     channel.touch();
@@ -442,11 +463,13 @@ async fn write_loop(
         };
         let Some(first) = first else { break };
         batch.push(&first);
-        while batch.has_room() {
-            match queue.try_recv() {
-                Ok(cmd) => batch.push(&cmd),
-                Err(_) => break,
-            }
+        drain_into(&mut batch, &mut queue);
+        if channel.take_late() && batch.has_room() {
+            // Late responses complete together, from tasks woken together; this
+            // writer, woken by the first, would run before the rest and write each
+            // in its own syscall. One yield lets the others queue theirs.
+            tokio::task::yield_now().await;
+            drain_into(&mut batch, &mut queue);
         }
         if let Err(e) = batch.write_to(&mut socket).await {
             debug!(error = %e, "write failed");
@@ -467,6 +490,16 @@ async fn write_loop(
     }
     let _ = socket.shutdown().await;
     trace!("writer done");
+}
+
+/// Moves queued commands into `batch` while it has room.
+fn drain_into(batch: &mut WriteBatch, queue: &mut mpsc::UnboundedReceiver<RemotingCommand>) {
+    while batch.has_room() {
+        match queue.try_recv() {
+            Ok(cmd) => batch.push(&cmd),
+            Err(_) => break,
+        }
+    }
 }
 
 /// Frames gathered for one vectored write.

@@ -160,7 +160,7 @@ impl Dispatcher {
                 Some(format!(" request type {code} not supported")),
             ))
         };
-        let finish = move |channel: &Channel, mut response: RemotingCommand| {
+        let finish = move |channel: &Channel, mut response: RemotingCommand, late: bool| {
             if oneway {
                 return;
             }
@@ -168,17 +168,22 @@ impl Dispatcher {
             response.header.opaque = opaque;
             response.header.flag |= FLAG_RESPONSE;
             response.serialize_type = serialize_type;
-            if let Err(e) = channel.send(response) {
+            let sent = if late {
+                channel.send_late(response)
+            } else {
+                channel.send(response)
+            };
+            if let Err(e) = sent {
                 debug!(error = %e, code, "response not sent");
             }
         };
         match reply {
-            Reply::Now(response) => finish(channel, response),
+            Reply::Now(response) => finish(channel, response, false),
             Reply::Later(future) => {
                 let channel = channel.clone();
                 tokio::spawn(async move {
                     if let Some(response) = future.await {
-                        finish(&channel, response);
+                        finish(&channel, response, true);
                     }
                 });
             }
