@@ -4,6 +4,7 @@
 //! the answers.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use futures::future::join_all;
@@ -58,6 +59,8 @@ pub struct NamesrvClient {
     last: RwLock<Registered>,
     /// Notified when the master address learned from the name servers changes.
     master_changed: Arc<Notify>,
+    /// A name server did not accept a registration since the last `take_missed`.
+    missed: AtomicBool,
 }
 
 impl NamesrvClient {
@@ -70,6 +73,7 @@ impl NamesrvClient {
             timeout,
             last: RwLock::new(Registered::default()),
             master_changed: Arc::new(Notify::new()),
+            missed: AtomicBool::new(false),
         }
     }
 
@@ -137,9 +141,13 @@ impl NamesrvClient {
                     }
                 }
                 Ok(resp) => {
+                    self.missed.store(true, Ordering::Relaxed);
                     warn!(namesrv = %addr, code = resp.code(), remark = ?resp.remark(), "registration refused")
                 }
-                Err(e) => warn!(namesrv = %addr, error = %e, "registration failed"),
+                Err(e) => {
+                    self.missed.store(true, Ordering::Relaxed);
+                    warn!(namesrv = %addr, error = %e, "registration failed")
+                }
             }
         }
         if let Some(reg) = &first {
@@ -154,6 +162,12 @@ impl NamesrvClient {
             }
         }
         first
+    }
+
+    /// Whether a name server refused or missed a registration since the last call
+    /// (the topics it carried must go out again).
+    pub fn take_missed(&self) -> bool {
+        self.missed.swap(false, Ordering::Relaxed)
     }
 
     /// UNREGISTER_BROKER to every name server (clean shutdown).

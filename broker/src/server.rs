@@ -198,14 +198,16 @@ impl DispatchListener for WakePulls {
     }
 }
 
-/// Registers at once, then every `registerNameServerPeriod` and whenever topics change.
+/// Registers at once, then every `registerNameServerPeriod` with the whole topic
+/// table and, whenever topics change, with the changed ones.
 async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let changed = broker.topics.changed();
     let mut following: Option<String> = None;
+    let mut full = true;
     loop {
         let registered = broker
             .namesrv
-            .register(&broker.identity(), broker.topics.wrapper())
+            .register(&broker.identity(), broker.topics.registration_table(full))
             .await;
         // A slave follows the master the name server knows, unless haMasterAddress pins one
         // (read after the registration: a role switch may have happened meanwhile).
@@ -239,11 +241,13 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
         if follows_name_server && following.is_none() {
             period = period.min(SLAVE_MASTER_POLL);
         }
-        tokio::select! {
-            () = tokio::time::sleep(period) => {}
-            () = changed.notified() => {}
+        // A name server that missed this round gets the whole table next time.
+        let missed = broker.namesrv.take_missed();
+        full = tokio::select! {
+            () = tokio::time::sleep(period) => true,
+            () = changed.notified() => missed,
             _ = stop.wait_for(|s| *s) => return,
-        }
+        };
     }
 }
 

@@ -5,11 +5,11 @@
 //! Every change bumps the data version, persists the table and asks the registration
 //! service to tell the name servers at once (`changed` notify).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use remoting::config_file::ConfigFileError;
 use remoting::protocol::constants::{perm, system};
 use remoting::protocol::topic::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
@@ -32,6 +32,20 @@ pub struct TopicConfigManager {
     auto_create_topic_enable: bool,
     /// Notified after every change, so the broker re-registers at once.
     changed: Arc<Notify>,
+    /// What the name servers have not been told yet.
+    unregistered: Mutex<Unregistered>,
+}
+
+/// Changes since the last registration. A creation or update names its topic, so the
+/// next registration can carry just those topics (RocketMQ's
+/// `registerIncrementBrokerData`) instead of the whole table, which at thousands of
+/// topics made every creation cost O(topics).
+#[derive(Debug)]
+struct Unregistered {
+    /// Something only a full table says (a deletion, a permission change, a new
+    /// table): the next registration sends every topic.
+    all: bool,
+    topics: BTreeSet<String>,
 }
 
 fn now_ms() -> i64 {
@@ -81,7 +95,55 @@ impl TopicConfigManager {
             path,
             auto_create_topic_enable: config.auto_create_topic_enable,
             changed: Arc::new(Notify::new()),
+            unregistered: Mutex::new(Unregistered {
+                all: true,
+                topics: BTreeSet::new(),
+            }),
         })
+    }
+
+    /// Records a change for the next registration (`None`: one only the whole table
+    /// tells) and asks for that registration.
+    fn note_change(&self, topic: Option<&str>) {
+        {
+            let mut u = self.unregistered.lock();
+            match topic {
+                Some(t) if !u.all => {
+                    u.topics.insert(t.to_owned());
+                }
+                Some(_) => {}
+                None => {
+                    u.all = true;
+                    u.topics.clear();
+                }
+            }
+        }
+        self.changed.notify_one();
+    }
+
+    /// The table for the next registration, with the current data version: every
+    /// topic when `full` or when a change needs it, otherwise only the topics changed
+    /// since the last call. Either way the changes count as registered from now on.
+    #[must_use]
+    pub fn registration_table(&self, full: bool) -> TopicConfigSerializeWrapper {
+        let Unregistered { all, topics } = std::mem::replace(
+            &mut *self.unregistered.lock(),
+            Unregistered {
+                all: false,
+                topics: BTreeSet::new(),
+            },
+        );
+        let table = self.table.read();
+        if full || all {
+            return table.clone();
+        }
+        TopicConfigSerializeWrapper {
+            topic_config_table: topics
+                .into_iter()
+                .filter_map(|t| table.topic_config_table.get(&t).map(|c| (t, c.clone())))
+                .collect(),
+            data_version: table.data_version.clone(),
+        }
     }
 
     /// Notified after every change of the table.
@@ -186,7 +248,7 @@ impl TopicConfigManager {
             config
         };
         self.persist_and_wait();
-        self.changed.notify_one();
+        self.note_change(Some(topic));
         (Some(created), true)
     }
 
@@ -222,7 +284,7 @@ impl TopicConfigManager {
             config
         };
         self.persist_and_wait();
-        self.changed.notify_one();
+        self.note_change(Some(topic));
         config
     }
 
@@ -240,7 +302,7 @@ impl TopicConfigManager {
             table.data_version.next_version(now_ms());
         }
         let generation = self.writer.request();
-        self.changed.notify_one();
+        self.note_change(Some(&config.topic_name));
         generation
     }
 
@@ -266,7 +328,7 @@ impl TopicConfigManager {
             table.data_version.next_version(now_ms());
         }
         let result = self.persist();
-        self.changed.notify_one();
+        self.note_change(None);
         result.map(|()| true)
     }
 
@@ -274,7 +336,7 @@ impl TopicConfigManager {
     /// changed: the name servers must see the topics again).
     pub fn touch(&self) {
         self.table.write().data_version.next_version(now_ms());
-        self.changed.notify_one();
+        self.note_change(None);
     }
 
     /// Marks exactly the topics named in the name server's ORDER_TOPIC_CONFIG as ordered.
@@ -291,6 +353,7 @@ impl TopicConfigManager {
         if changed {
             table.data_version.next_version(now_ms());
             drop(table);
+            self.unregistered.lock().all = true;
             self.persist_and_wait();
         }
     }
@@ -303,6 +366,7 @@ impl TopicConfigManager {
         }
         *table = master;
         drop(table);
+        self.unregistered.lock().all = true;
         self.persist_and_wait();
     }
 
@@ -382,6 +446,59 @@ mod tests {
             broker_name: "broker-a".into(),
             ..BrokerConfig::default()
         }
+    }
+
+    #[test]
+    fn registrations_carry_the_changed_topics_between_full_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = manager(&dir, &config());
+        let everything = m.topic_names().len();
+        // The first registration after loading is the whole table.
+        assert_eq!(
+            m.registration_table(false).topic_config_table.len(),
+            everything
+        );
+        let names = |w: TopicConfigSerializeWrapper| -> Vec<String> {
+            w.topic_config_table.into_keys().collect()
+        };
+        assert!(names(m.registration_table(false)).is_empty());
+
+        let g = m.update(TopicConfig {
+            topic_name: "A".into(),
+            ..TopicConfig::default()
+        });
+        let _ = m.create_in_send("B", "TBW102", "x", 4, 0);
+        let _ = m.create_in_send_back("%RETRY%g", 1, 6, 0);
+        let increment = m.registration_table(false);
+        assert_eq!(increment.data_version, m.data_version());
+        assert_eq!(names(increment), ["%RETRY%g", "A", "B"]);
+        assert!(names(m.registration_table(false)).is_empty());
+        // A periodic registration is whole and counts the changes as told.
+        let _ = m.update(TopicConfig {
+            topic_name: "C".into(),
+            ..TopicConfig::default()
+        });
+        assert_eq!(
+            m.registration_table(true).topic_config_table.len(),
+            everything + 4
+        );
+        assert!(names(m.registration_table(false)).is_empty());
+        // A deletion or a permission change is only told by the whole table.
+        m.delete("C").unwrap();
+        let _ = m.update(TopicConfig {
+            topic_name: "D".into(),
+            ..TopicConfig::default()
+        });
+        assert_eq!(
+            m.registration_table(false).topic_config_table.len(),
+            everything + 4
+        );
+        m.touch();
+        assert_eq!(
+            m.registration_table(false).topic_config_table.len(),
+            everything + 4
+        );
+        let _ = g;
     }
 
     #[test]

@@ -281,6 +281,47 @@ fn field<'a>(view: &'a str, label: &str) -> &'a str {
         .map_or("", str::trim)
 }
 
+/// After a topic change the broker registers only the changed topics (as RocketMQ
+/// 4.9 does); every topic created earlier must stay routable.
+#[test]
+fn topics_created_one_after_another_all_stay_routable() {
+    let c = external();
+    let topics: Vec<String> = (0..4).map(|i| unique(&format!("Incr{i}"))).collect();
+    for topic in &topics {
+        assert_ok(&mqadmin(
+            &c.ns,
+            &[
+                "updateTopic",
+                "-b",
+                &c.broker,
+                "-t",
+                topic,
+                "-r",
+                "1",
+                "-w",
+                "1",
+            ],
+        ));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    for topic in &topics {
+        loop {
+            let route = mqadmin(&c.ns, &["topicRoute", "-t", topic]);
+            if route.status.success() && stdout(&route).contains(&c.broker) {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{topic} has no route through {}: {}{}",
+                c.broker,
+                stdout(&route),
+                stderr(&route)
+            );
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+    }
+}
+
 #[test]
 fn message_and_topic_commands_against_a_broker() {
     let c = external();
