@@ -448,6 +448,13 @@ mod tests {
         }
     }
 
+    fn named(topic: &str) -> TopicConfig {
+        TopicConfig {
+            topic_name: topic.into(),
+            ..TopicConfig::default()
+        }
+    }
+
     #[test]
     fn registrations_carry_the_changed_topics_between_full_ones() {
         let dir = tempfile::tempdir().unwrap();
@@ -463,10 +470,7 @@ mod tests {
         };
         assert!(names(m.registration_table(false)).is_empty());
 
-        let g = m.update(TopicConfig {
-            topic_name: "A".into(),
-            ..TopicConfig::default()
-        });
+        let _ = m.update(named("A"));
         let _ = m.create_in_send("B", "TBW102", "x", 4, 0);
         let _ = m.create_in_send_back("%RETRY%g", 1, 6, 0);
         let increment = m.registration_table(false);
@@ -474,10 +478,7 @@ mod tests {
         assert_eq!(names(increment), ["%RETRY%g", "A", "B"]);
         assert!(names(m.registration_table(false)).is_empty());
         // A periodic registration is whole and counts the changes as told.
-        let _ = m.update(TopicConfig {
-            topic_name: "C".into(),
-            ..TopicConfig::default()
-        });
+        let _ = m.update(named("C"));
         assert_eq!(
             m.registration_table(true).topic_config_table.len(),
             everything + 4
@@ -485,10 +486,7 @@ mod tests {
         assert!(names(m.registration_table(false)).is_empty());
         // A deletion or a permission change is only told by the whole table.
         m.delete("C").unwrap();
-        let _ = m.update(TopicConfig {
-            topic_name: "D".into(),
-            ..TopicConfig::default()
-        });
+        let _ = m.update(named("D"));
         assert_eq!(
             m.registration_table(false).topic_config_table.len(),
             everything + 4
@@ -498,7 +496,6 @@ mod tests {
             m.registration_table(false).topic_config_table.len(),
             everything + 4
         );
-        let _ = g;
     }
 
     #[test]

@@ -1219,21 +1219,29 @@ impl fmt::Display for MqadminOutput {
     }
 }
 
-/// Runs our `mqadmin` (`tools` package) with `args`, then `-n namesrv`.
-///
 /// Creates (or updates) `topic` with `queues` read and write queues on every master of
 /// DefaultCluster, with our `mqadmin updateTopic`.
 ///
 /// # Panics
 /// When the command fails.
 pub fn create_topic(namesrv: &str, topic: &str, queues: u32) {
+    update_topic(namesrv, ["-c", "DefaultCluster"], topic, queues).assert_ok();
+}
+
+/// `mqadmin updateTopic` on `target` (`["-c", cluster]` or `["-b", broker address]`) with
+/// `queues` read and write queues.
+///
+/// # Panics
+/// When mqadmin cannot be started.
+#[must_use]
+pub fn update_topic(namesrv: &str, target: [&str; 2], topic: &str, queues: u32) -> MqadminOutput {
     let queues = queues.to_string();
     mqadmin(
         namesrv,
         &[
             "updateTopic",
-            "-c",
-            "DefaultCluster",
+            target[0],
+            target[1],
             "-t",
             topic,
             "-r",
@@ -1242,9 +1250,10 @@ pub fn create_topic(namesrv: &str, topic: &str, queues: u32) {
             &queues,
         ],
     )
-    .assert_ok();
 }
 
+/// Runs our `mqadmin` (`tools` package) with `args`, then `-n namesrv`.
+///
 /// # Panics
 /// When it cannot be started.
 #[must_use]

@@ -22,7 +22,7 @@ use integration_tests::client::FakeBroker;
 use integration_tests::java::TestCluster;
 use integration_tests::java::{JavaTools, V4};
 use integration_tests::ports;
-use integration_tests::process::{NamesrvProcess, binary};
+use integration_tests::process::{self, NamesrvProcess, binary};
 
 /// Runs one of our tools with `args`, no inherited `NAMESRV_ADDR`.
 fn tool(name: &str, args: &[&str]) -> Output {
@@ -266,6 +266,17 @@ fn external() -> External {
     }
 }
 
+impl External {
+    /// `mqadmin updateTopic` on the broker, with `queues` read and write queues;
+    /// returns its standard output.
+    fn update_topic(&self, topic: &str, queues: u32) -> String {
+        process::update_topic(&self.ns, ["-b", &self.broker], topic, queues)
+            .assert_ok()
+            .stdout
+            .clone()
+    }
+}
+
 fn unique(prefix: &str) -> String {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -288,20 +299,7 @@ fn topics_created_one_after_another_all_stay_routable() {
     let c = external();
     let topics: Vec<String> = (0..4).map(|i| unique(&format!("Incr{i}"))).collect();
     for topic in &topics {
-        assert_ok(&mqadmin(
-            &c.ns,
-            &[
-                "updateTopic",
-                "-b",
-                &c.broker,
-                "-t",
-                topic,
-                "-r",
-                "1",
-                "-w",
-                "1",
-            ],
-        ));
+        c.update_topic(topic, 1);
     }
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
     for topic in &topics {
@@ -326,20 +324,7 @@ fn topics_created_one_after_another_all_stay_routable() {
 fn message_and_topic_commands_against_a_broker() {
     let c = external();
     let topic = unique("ToolsIt");
-    let out = assert_ok(&mqadmin(
-        &c.ns,
-        &[
-            "updateTopic",
-            "-b",
-            &c.broker,
-            "-t",
-            &topic,
-            "-r",
-            "2",
-            "-w",
-            "2",
-        ],
-    ));
+    let out = c.update_topic(&topic, 2);
     assert!(
         out.contains(&format!("create topic to {} success.", c.broker)),
         "{out}"
@@ -515,20 +500,7 @@ fn output_matches_the_java_tool_against_a_broker() {
     let c = external();
     let java = JavaTools::get(V4);
     let topic = unique("ToolsJava");
-    assert_ok(&mqadmin(
-        &c.ns,
-        &[
-            "updateTopic",
-            "-b",
-            &c.broker,
-            "-t",
-            &topic,
-            "-r",
-            "2",
-            "-w",
-            "2",
-        ],
-    ));
+    c.update_topic(&topic, 2);
     assert_ok(&mqadmin(
         &c.ns,
         &["sendMessage", "-t", &topic, "-p", "x", "-k", "jk"],
@@ -555,20 +527,7 @@ fn output_matches_the_java_tool_against_a_broker() {
 fn mqbench_producer_and_consumer_against_a_broker() {
     let c = external();
     let topic = unique("ToolsBench");
-    assert_ok(&mqadmin(
-        &c.ns,
-        &[
-            "updateTopic",
-            "-b",
-            &c.broker,
-            "-t",
-            &topic,
-            "-r",
-            "4",
-            "-w",
-            "4",
-        ],
-    ));
+    c.update_topic(&topic, 4);
     let consumer = Command::new(binary("tools", "mqbench"))
         .args([
             "consumer",
