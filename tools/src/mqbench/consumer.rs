@@ -81,7 +81,6 @@ struct QueueLoop {
 
 impl QueueLoop {
     async fn run(mut self) {
-        let mut records = Vec::with_capacity(64);
         let rpc_timeout = Duration::from_millis(u64::try_from(self.suspend_ms).unwrap_or(15_000))
             + Duration::from_secs(15);
         while !self.run.stopped() {
@@ -106,19 +105,20 @@ impl QueueLoop {
                 Ok(r) => {
                     if r.status == PullStatus::Found {
                         let now = now_millis();
-                        records.clear();
+                        let mut records =
+                            Vec::with_capacity(usize::try_from(self.pull_batch).unwrap_or(0));
                         match scan_records(&r.body, &mut records) {
                             Ok(()) => {
                                 let mut bytes = 0u64;
                                 let now_us = stamp::now_micros();
-                                for (born, body_len, stamped) in &records {
-                                    match stamped {
+                                for (born, body) in &records {
+                                    match stamp::read(body) {
                                         Some(sent) => self.recorder.record(Duration::from_micros(
                                             u64::try_from(now_us - sent).unwrap_or(0),
                                         )),
                                         None => self.recorder.record_millis(now - born),
                                     }
-                                    bytes += *body_len as u64;
+                                    bytes += body.len() as u64;
                                 }
                                 self.run.counters.ok(records.len() as u64, bytes);
                             }
