@@ -243,39 +243,28 @@ fn clock_ticks() -> f64 {
     })
 }
 
+/// The sum of two CPU-time fields of a `/proc/.../stat` file, in seconds. Fields are
+/// numbered as in proc(5), from 1; the command name may hold spaces, so they are counted
+/// after its closing paren (which ends field 2).
+fn stat_cpu_seconds(path: &str, field_a: usize, field_b: usize) -> Option<f64> {
+    let stat = fs::read_to_string(path).ok()?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    let field = |n: usize| fields.get(n - 3)?.parse::<f64>().ok();
+    Some((field(field_a)? + field(field_b)?) / clock_ticks())
+}
+
 /// User + system CPU seconds of `pid` so far (`/proc/PID/stat` utime + stime), threads
 /// included.
 #[must_use]
 pub fn cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces; fields are counted after its closing paren.
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // rest[0] is field 3 (state): utime is field 14, stime field 15.
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) / clock_ticks())
+    stat_cpu_seconds(&format!("/proc/{pid}/stat"), 14, 15)
 }
 
 /// User + system CPU seconds of this process's children that have exited and been waited
 /// for (`/proc/self/stat` cutime + cstime): the load generator's, once an `mqbench` run ends.
 #[must_use]
 pub fn children_cpu_seconds() -> f64 {
-    let Ok(stat) = fs::read_to_string("/proc/self/stat") else {
-        return 0.0;
-    };
-    let Some(close) = stat.rfind(')') else {
-        return 0.0;
-    };
-    let fields: Vec<&str> = stat[close + 1..].split_whitespace().collect();
-    // fields[0] is field 3 (state): cutime is field 16, cstime field 17.
-    let tick = |i: usize| {
-        fields
-            .get(i)
-            .and_then(|v| v.parse::<f64>().ok())
-            .unwrap_or(0.0)
-    };
-    (tick(13) + tick(14)) / clock_ticks()
+    stat_cpu_seconds("/proc/self/stat", 16, 17).unwrap_or(0.0)
 }
 
 /// `RssAnon` of `pid` in bytes (`/proc/PID/status`): resident anonymous memory, page
@@ -370,6 +359,17 @@ mod tests {
         let sampler = RssSampler::start(vec![me]);
         thread::sleep(Duration::from_millis(300));
         assert!(sampler.finish()[0] > 0);
+    }
+
+    #[test]
+    fn waited_for_children_count_in_children_cpu() {
+        let before = children_cpu_seconds();
+        let status = Command::new("/bin/sh")
+            .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(children_cpu_seconds() > before);
     }
 
     #[test]
