@@ -86,6 +86,9 @@ pub enum StoreError {
     /// The configuration is unusable.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// Another broker holds the store, or its lock cannot be taken.
+    #[error(transparent)]
+    Locked(#[from] crate::lock::LockError),
 }
 
 impl StoreError {

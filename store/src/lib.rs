@@ -25,6 +25,7 @@
 //!   flush-timeout watcher, file allocator and pre-faulter.
 //! - [`offset_watch`]: "wait for offset >= N with timeout", async and blocking.
 //! - [`checkpoint`]: the `checkpoint` file.
+//! - [`lock`]: the `lock` file: one process per store.
 //! - [`recovery`]: pure scan of a file's bytes plus the truncating shell.
 //! - [`consume_queue`]: 20-byte units per (topic, queue), the table of queues.
 //! - [`index`]: index files (header, slots, entries), the index service.
@@ -43,6 +44,7 @@ pub mod dispatch;
 pub mod error;
 mod flush;
 pub mod index;
+pub mod lock;
 pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message;

@@ -31,6 +31,7 @@ use crate::dispatch::{DispatchListener, Dispatcher, tags_code};
 use crate::error::{Result, StoreError};
 use crate::flush::{ServiceControl, ServiceThread};
 use crate::index::IndexService;
+use crate::lock::StoreLock;
 use crate::mapped_file::sync_dir;
 use crate::message::{MessageBatch, MessageInner};
 use crate::record::{self, Record, properties};
@@ -115,6 +116,8 @@ pub struct MessageStore {
     logics_recovery: LogicsRecovery,
     services: Mutex<Vec<ServiceThread>>,
     shut_down: AtomicBool,
+    /// Held from before the first read to the drop (last field: released last).
+    _lock: StoreLock,
 }
 
 impl MessageStore {
@@ -138,6 +141,7 @@ impl MessageStore {
         config.sanitize()?;
         let root = config.store_path_root_dir.clone();
         fs::create_dir_all(&root).map_err(|e| StoreError::io("mkdir", &root, e))?;
+        let lock = StoreLock::acquire(&root)?;
         let abort = config.abort_path();
         let abnormal = abort.exists();
         info!(root = %root.display(), abnormal, "opening message store");
@@ -192,6 +196,7 @@ impl MessageStore {
             logics_recovery,
             services: Mutex::new(Vec::new()),
             shut_down: AtomicBool::new(false),
+            _lock: lock,
         };
         store.start_services()?;
         OpenOptions::new()

@@ -231,6 +231,8 @@ fn async_flush_with_transient_pool_becomes_readable_after_commit() {
     assert!(got >= end.0);
     assert_eq!(walk(&store).len(), 100);
     store.shutdown().unwrap();
+    // The store lock is held until the store is dropped.
+    drop(store);
     let store =
         MessageStore::open(config(dir.path(), 16 * 1024, FlushDiskType::ASYNC_FLUSH)).unwrap();
     assert_eq!(
