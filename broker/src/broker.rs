@@ -40,13 +40,18 @@ pub enum BrokerError {
     #[error(transparent)]
     ConfigFile(#[from] remoting::config_file::ConfigFileError),
     /// A port could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr} ({key}): {source}")]
     Bind {
         /// The address.
         addr: String,
+        /// The setting that names the port (`listenPort`, `fastListenPort`).
+        key: &'static str,
         /// Cause.
         source: std::io::Error,
     },
+    /// The HA service of the role could not start.
+    #[error(transparent)]
+    Replication(#[from] ha::HaError),
 }
 
 /// One broker node.
@@ -116,7 +121,7 @@ impl Broker {
             .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
         let store = Arc::new(MessageStore::open(store_config)?);
         if !config.broker_role.is_master() {
-            store.set_writable(false);
+            store.set_writable(false)?;
         }
         let ha_listen = format!(
             "{}:{}",

@@ -12,6 +12,7 @@
 //! - [`rebalance_lock`]: queue locks of orderly consumers.
 //! - [`registration`]: REGISTER_BROKER / UNREGISTER_BROKER to every name server.
 //! - [`replication`]: HA service per role, the store as the HA log, promotion point.
+//! - [`durability`]: what a put waits for (flush, slave) before it counts as done.
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`transaction`]: half messages, op records and the check-back service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
@@ -29,6 +30,7 @@ pub mod client_manager;
 pub mod clock;
 pub mod config;
 pub mod consumer_offset;
+pub mod durability;
 pub mod message;
 pub mod persist;
 pub mod processor;

@@ -76,12 +76,11 @@ impl Processor for BrokerProcessor {
             }
             RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
             RequestCode::ResumeCheckHalfMessage => {
-                end_transaction::resume_check_half_message(b, &request)
+                return end_transaction::resume_check_half_message(b, &request);
             }
-            RequestCode::EndTransaction => match end_transaction::process(b, channel, &request) {
-                Some(outcome) => outcome,
-                None => return Reply::Nothing,
-            },
+            RequestCode::EndTransaction => {
+                return end_transaction::process(b, channel, &request);
+            }
             RequestCode::QueryConsumerOffset => offsets::query_consumer_offset(b, &request),
             RequestCode::GetMaxOffset => offsets::max_offset(b, &request),
             RequestCode::GetMinOffset => offsets::min_offset(b, &request),

@@ -88,6 +88,10 @@ struct Promotion {
     followed_epoch: Option<u64>,
 }
 
+/// The promotion state before a change (see [`Replication::set_promoted_at`]).
+#[derive(Debug, Clone, Copy)]
+pub struct PromotionMark(Promotion);
+
 /// Replication of one broker.
 #[derive(Debug)]
 pub struct Replication {
@@ -128,25 +132,57 @@ impl Replication {
         &self.config
     }
 
-    /// Where the HA listener binds.
+    /// Where the HA listener is bound (running master side), or binds.
     #[must_use]
     pub fn listen_addr(&self) -> SocketAddr {
-        self.listen
+        self.service
+            .lock()
+            .as_ref()
+            .and_then(HaService::listen_addr)
+            .unwrap_or(self.listen)
     }
 
-    /// Runs the master side (stopping a slave side first).
+    /// Whether the master side runs.
+    #[must_use]
+    pub fn is_master_running(&self) -> bool {
+        self.service
+            .lock()
+            .as_ref()
+            .is_some_and(|s| s.role() == ha::HaRole::Master && s.is_running())
+    }
+
+    /// Binds the HA listener. A role switch binds first, before anything it would
+    /// have to undo: a port that cannot be bound leaves the broker as it was.
     ///
     /// # Errors
-    /// The HA port cannot be bound.
+    /// The port cannot be bound (the error names the address).
+    pub fn bind(&self) -> Result<std::net::TcpListener, ha::HaError> {
+        ha::listen(self.listen).map_err(|source| ha::HaError::Bind {
+            addr: self.listen,
+            source,
+        })
+    }
+
+    /// Runs the master side, binding its listener (already running: nothing to do).
+    ///
+    /// # Errors
+    /// The HA port cannot be bound, or the service cannot start.
     pub fn start_master(&self) -> Result<(), ha::HaError> {
+        if self.is_master_running() {
+            return Ok(());
+        }
+        self.start_master_on(self.bind()?)
+    }
+
+    /// Runs the master side on a bound `listener`, stopping a slave side first.
+    ///
+    /// # Errors
+    /// The service cannot start (poll or thread creation).
+    pub fn start_master_on(&self, listener: std::net::TcpListener) -> Result<(), ha::HaError> {
         let mut service = self.service.lock();
-        if let Some(s) = service.as_ref() {
-            if s.role() == ha::HaRole::Master && s.is_running() {
-                return Ok(());
-            }
+        if let Some(s) = service.take() {
             s.stop();
         }
-        let listener = ha::listen(self.listen).map_err(ha::HaError::from)?;
         let log: Arc<dyn HaLog> = self.log.clone();
         *service = Some(HaService::start_master(self.config.clone(), log, listener)?);
         info!(listen = %self.listen, "HA master service started");
@@ -195,12 +231,23 @@ impl Replication {
     }
 
     /// Resolves when a slave holds everything below `offset` (sync master), or with
-    /// FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE. `None` when not a master.
+    /// FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE. Without a running master side there
+    /// is no slave to hold anything: SLAVE_NOT_AVAILABLE, never "nothing to wait for".
+    pub fn wait_for_slave(&self, offset: u64) -> SlaveWait {
+        match self.service.lock().as_ref() {
+            Some(s) if s.role() == ha::HaRole::Master => s.wait_for_slave(offset),
+            _ => SlaveWait::ready(ha::ReplicaStatus::SlaveNotAvailable),
+        }
+    }
+
+    /// RocketMQ's `isSlaveOK`: a running master side has a slave within
+    /// `haMaxGapNotInSync` of `offset`, so a wait for it would be attempted.
     #[must_use]
-    pub fn wait_for_slave(&self, offset: u64) -> Option<SlaveWait> {
-        let service = self.service.lock();
-        let s = service.as_ref()?;
-        (s.role() == ha::HaRole::Master).then(|| s.wait_for_slave(offset))
+    pub fn is_slave_ok(&self, offset: u64) -> bool {
+        self.service
+            .lock()
+            .as_ref()
+            .is_some_and(|s| s.role() == ha::HaRole::Master && s.is_slave_ok(offset))
     }
 
     /// The HA status.
@@ -231,12 +278,29 @@ impl Replication {
     }
 
     /// Records a promotion at `offset` (with a fresh epoch), or clears it with `None`
-    /// on demotion.
-    pub fn set_promoted_at(&self, offset: Option<u64>) {
+    /// on demotion. Returns what it replaced, for a switch that has to roll back.
+    pub fn set_promoted_at(&self, offset: Option<u64>) -> PromotionMark {
+        let mut before = PromotionMark(Promotion::default());
         self.update(|p| {
+            before = PromotionMark(*p);
             p.promoted_at_offset = offset;
             p.promotion_epoch = offset.map(|_| fastrand::u64(1..));
         });
+        before
+    }
+
+    /// Puts back what [`set_promoted_at`](Self::set_promoted_at) replaced.
+    pub fn restore_promotion(&self, mark: PromotionMark) {
+        self.update(|p| *p = mark.0);
+    }
+
+    /// The master HA address the slave side follows, if it runs and knows one.
+    #[must_use]
+    pub fn followed_master(&self) -> Option<String> {
+        match self.status() {
+            HaStatus::Slave(c) => c.master_addr,
+            _ => None,
+        }
     }
 
     /// Records that this slave now follows the master promoted as `epoch`.

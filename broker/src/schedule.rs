@@ -8,23 +8,31 @@
 //! — woken early when dispatch parks a message due sooner — instead of RocketMQ's
 //! 100 ms polling, so messages arrive within a millisecond or two of their time.
 //!
+//! A level's offset moves past delivered messages only once their copies are as
+//! durable as the role requires (flushed, held by a slave: [`crate::durability`]).
+//! RocketMQ delivers without waiting; but delayOffset.json is persisted and copied to the
+//! slave on its own schedule, and an offset that a crash or a failover keeps while the
+//! copy behind it is lost loses the message. Until the wait succeeds the service waits
+//! on the same copies again — it never puts them twice.
+//!
 //! It runs on masters only. [`ScheduleService::start`] and [`ScheduleService::stop`]
 //! are idempotent through one `AtomicBool` compare-exchange: role switches may call
 //! them repeatedly and in races, and at most one delivery loop ever runs.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use parking_lot::Mutex;
 use remoting::protocol::constants::system;
 use remoting::protocol::subscription::DelayOffsetSerializeWrapper;
 use store::record::{self, Record};
-use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore};
+use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOffset};
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
+use crate::broker::Broker;
 use crate::message::{self, RealQueue, WAIT};
 use crate::persist;
 use crate::service_switch::ServiceSwitch;
@@ -112,12 +120,14 @@ impl ScheduleService {
         self.switch.is_running()
     }
 
-    /// Starts delivering (masters). Returns false if it was already running.
-    pub fn start(self: &Arc<Self>) -> bool {
+    /// Starts delivering (masters) for `broker`, whose role says how durable a
+    /// delivered copy must be. Returns false if it was already running.
+    pub fn start(self: &Arc<Self>, broker: &Arc<Broker>) -> bool {
         let me = Arc::clone(self);
+        let weak = Arc::downgrade(broker);
         let started = self
             .switch
-            .start(|| tokio::spawn(async move { me.run().await }));
+            .start(|| tokio::spawn(async move { me.run(weak).await }));
         if started {
             info!(levels = self.levels.len(), "schedule service started");
         }
@@ -166,15 +176,38 @@ impl ScheduleService {
         Arc::new(Parked(Arc::clone(&self.wake)))
     }
 
-    async fn run(self: Arc<Self>) {
+    async fn run(self: Arc<Self>, broker: Weak<Broker>) {
         let mut last_flush = tokio::time::Instant::now();
+        let mut failed_waits = 0u64;
         while self.is_running() {
-            let next_due = self.deliver_due();
+            let round = self.deliver_due();
+            if let Some(end) = round.delivered_to {
+                // Offsets move only once the copies are durable; until then wait again
+                // on the same copies.
+                loop {
+                    let Some(b) = broker.upgrade() else { return };
+                    let status = b.durable_to(end).await;
+                    drop(b);
+                    if status.is_ok() || !self.is_running() {
+                        if status.is_ok() {
+                            *self.offsets.lock() = round.offsets.clone();
+                        }
+                        break;
+                    }
+                    failed_waits += 1;
+                    if failed_waits.is_power_of_two() {
+                        warn!(%status, failed_waits, "delivered delayed messages are not durable yet; their delay offsets wait");
+                    }
+                    tokio::time::sleep(RETRY_AFTER).await;
+                }
+            } else {
+                *self.offsets.lock() = round.offsets;
+            }
             if last_flush.elapsed() >= FLUSH_DELAY_OFFSET_INTERVAL {
                 self.persist();
                 last_flush = tokio::time::Instant::now();
             }
-            let wait = next_due.map_or(FLUSH_DELAY_OFFSET_INTERVAL, |due| {
+            let wait = round.next_due.map_or(FLUSH_DELAY_OFFSET_INTERVAL, |due| {
                 let now = crate::clock::now_ms();
                 Duration::from_millis(u64::try_from(due - now).unwrap_or(0))
                     .min(FLUSH_DELAY_OFFSET_INTERVAL)
@@ -190,50 +223,53 @@ impl ScheduleService {
         }
     }
 
-    /// Delivers every due message of every level; returns the earliest deliver time
-    /// still ahead (None when every level is drained).
-    fn deliver_due(&self) -> Option<i64> {
-        let mut earliest: Option<i64> = None;
+    /// Delivers every due message of every level, from the committed offsets, into a
+    /// round whose offsets are committed by the caller.
+    fn deliver_due(&self) -> Round {
+        let mut round = Round {
+            offsets: self.offsets.lock().clone(),
+            next_due: None,
+            delivered_to: None,
+        };
         for level in 1..=i32::try_from(self.levels.len()).unwrap_or(0) {
-            match self.deliver_level(level) {
-                LevelState::Waiting(due) => earliest = Some(earliest.map_or(due, |e| e.min(due))),
+            let due = match self.deliver_level(level, &mut round) {
+                LevelState::Waiting(due) => due,
                 LevelState::Retry => {
-                    let retry = crate::clock::now_ms()
-                        + i64::try_from(RETRY_AFTER.as_millis()).unwrap_or(100);
-                    earliest = Some(earliest.map_or(retry, |e| e.min(retry)));
+                    crate::clock::now_ms() + i64::try_from(RETRY_AFTER.as_millis()).unwrap_or(100)
                 }
-                LevelState::Drained => {}
-            }
+                LevelState::Drained => continue,
+            };
+            round.next_due = Some(round.next_due.map_or(due, |e: i64| e.min(due)));
         }
-        earliest
+        round
     }
 
-    fn deliver_level(&self, level: i32) -> LevelState {
+    fn deliver_level(&self, level: i32, round: &mut Round) -> LevelState {
         let queue_id = level - 1;
         let delay_ms = self
             .levels
             .get(usize::try_from(queue_id).unwrap_or(usize::MAX))
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        loop {
-            let mut offset = self.offsets.lock().get(&level).copied().unwrap_or(0);
-            let min = i64::try_from(
-                self.store
-                    .min_offset_in_queue(system::SCHEDULE_TOPIC, queue_id),
-            )
-            .unwrap_or(0);
-            if offset < min {
-                warn!(
-                    level,
-                    offset, min, "delay offset below the queue's min offset; skipping ahead"
-                );
-                offset = min;
-            }
+        let mut offset = round.offsets.get(&level).copied().unwrap_or(0);
+        let min = i64::try_from(
+            self.store
+                .min_offset_in_queue(system::SCHEDULE_TOPIC, queue_id),
+        )
+        .unwrap_or(0);
+        if offset < min {
+            warn!(
+                level,
+                offset, min, "delay offset below the queue's min offset; skipping ahead"
+            );
+            offset = min;
+        }
+        let state = loop {
             let units = self.units(queue_id, u64::try_from(offset).unwrap_or(0));
             if units.is_empty() {
-                self.offsets.lock().insert(level, offset);
-                return LevelState::Drained;
+                break LevelState::Drained;
             }
             let now = crate::clock::now_ms();
+            let mut stopped = None;
             for unit in &units {
                 // A deliver time further ahead than the level's delay means the clock
                 // went back: deliver now rather than late (as RocketMQ corrects it).
@@ -243,17 +279,27 @@ impl ScheduleService {
                     unit.tags_code
                 };
                 if due > now {
-                    self.offsets.lock().insert(level, offset);
-                    return LevelState::Waiting(due);
+                    stopped = Some(LevelState::Waiting(due));
+                    break;
                 }
-                if !self.deliver(unit.commit_log_offset, unit.size as usize) {
-                    self.offsets.lock().insert(level, offset);
-                    return LevelState::Retry;
+                match self.deliver(unit.commit_log_offset, unit.size as usize) {
+                    Delivery::Put(end) => {
+                        round.delivered_to = Some(round.delivered_to.map_or(end, |e| e.max(end)));
+                    }
+                    Delivery::Skipped => {}
+                    Delivery::Failed => {
+                        stopped = Some(LevelState::Retry);
+                        break;
+                    }
                 }
                 offset += 1;
             }
-            self.offsets.lock().insert(level, offset);
-        }
+            if let Some(state) = stopped {
+                break state;
+            }
+        };
+        round.offsets.insert(level, offset);
+        state
     }
 
     /// Up to `BATCH` consume-queue units of the level's queue from `from`.
@@ -270,15 +316,15 @@ impl ScheduleService {
             .collect()
     }
 
-    /// Puts the real message of the parked record; false when it should be retried.
-    fn deliver(&self, phy_offset: u64, size: usize) -> bool {
+    /// Puts the real message of the parked record.
+    fn deliver(&self, phy_offset: u64, size: usize) -> Delivery {
         let Some(bytes) = self.store.look_message_by_offset_and_size(phy_offset, size) else {
             warn!(phy_offset, "parked message is gone; skipping");
-            return true;
+            return Delivery::Skipped;
         };
         let Ok(Some(Record::Message(parked))) = record::decode(&bytes) else {
             warn!(phy_offset, "parked message does not decode; skipping");
-            return true;
+            return Delivery::Skipped;
         };
         let props = parked.properties_str();
         let Some(RealQueue { topic, queue_id }) = RealQueue::of(&props) else {
@@ -286,7 +332,7 @@ impl ScheduleService {
                 phy_offset,
                 "parked message has no REAL_TOPIC/REAL_QID; skipping"
             );
-            return true;
+            return Delivery::Skipped;
         };
         // RocketMQ leaves DELAY on the delivered copy (it encodes the properties
         // before clearing the level); clients see it, so it is kept.
@@ -305,14 +351,37 @@ impl ScheduleService {
             prepared_transaction_offset: parked.prepared_transaction_offset,
         };
         let result = self.store.put_message(&msg);
-        if result.status.is_ok() {
-            debug!(topic, queue_id, "delayed message delivered");
-            true
-        } else {
-            error!(status = %result.status, topic, "cannot deliver a delayed message; will retry");
-            false
+        match result.append.filter(|_| result.status.is_ok()) {
+            Some(append) => {
+                debug!(topic, queue_id, "delayed message delivered");
+                Delivery::Put(append.end_offset())
+            }
+            None => {
+                error!(status = %result.status, topic, "cannot deliver a delayed message; will retry");
+                Delivery::Failed
+            }
         }
     }
+}
+
+/// One pass over the levels: the offsets it reached, and how far the log must be
+/// durable before they may be committed.
+struct Round {
+    offsets: BTreeMap<i32, i64>,
+    /// The earliest deliver time still ahead.
+    next_due: Option<i64>,
+    /// The end of the last copy put, if any was.
+    delivered_to: Option<PhyOffset>,
+}
+
+/// What became of one parked message.
+enum Delivery {
+    /// Its copy was put, ending here.
+    Put(PhyOffset),
+    /// It cannot be delivered (gone, garbled): passed over.
+    Skipped,
+    /// The put failed: try again later.
+    Failed,
 }
 
 enum LevelState {

@@ -30,43 +30,126 @@ const CLIENT_EXPIRY_MS: i64 = 120_000;
 /// # Errors
 /// The address cannot be bound.
 pub async fn bind(bind_address: &str, port: u16) -> Result<TcpListener, BrokerError> {
+    bind_as(bind_address, port, "listenPort").await
+}
+
+async fn bind_as(
+    bind_address: &str,
+    port: u16,
+    key: &'static str,
+) -> Result<TcpListener, BrokerError> {
     let addr = format!("{bind_address}:{port}");
     TcpListener::bind(&addr)
         .await
-        .map_err(|source| BrokerError::Bind { addr, source })
+        .map_err(|source| BrokerError::Bind { addr, key, source })
+}
+
+/// Binds the VIP channel for a broker serving on `listen_port`
+/// ([`BrokerConfig::fast_listen_port`]); `None` when it is off (`fastListenPort=0`).
+///
+/// # Errors
+/// The port cannot be bound. As RocketMQ, the broker does not start without it: 4.x
+/// clients send on it by default (`vipChannelEnabled`), and Java slaves copy their
+/// master's tables from it.
+///
+/// [`BrokerConfig::fast_listen_port`]: crate::config::BrokerConfig::fast_listen_port
+pub async fn bind_vip_channel(
+    broker_config: &crate::config::BrokerConfig,
+    listen_port: u16,
+) -> Result<Option<TcpListener>, BrokerError> {
+    match broker_config.fast_listen_port(listen_port) {
+        None => Ok(None),
+        Some(port) => bind_as(&broker_config.bind_address, port, "fastListenPort")
+            .await
+            .map(Some),
+    }
+}
+
+/// A broker with every part its role needs up (ports bound, HA service running),
+/// ready to [`serve`](Self::serve).
+#[derive(Debug)]
+pub struct Started {
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    vip_channel: Option<TcpListener>,
+}
+
+/// Starts the parts of `broker` its role needs before it may answer anything: the HA
+/// service (a master's listener on `haListenPort`, a slave's client). A part that
+/// cannot start stops the broker before it serves: a SYNC_MASTER without its HA
+/// listener would answer every send SLAVE_NOT_AVAILABLE at best, and an operator must
+/// hear about a port conflict at start, not from producers.
+///
+/// # Errors
+/// A part cannot start; the store is shut down cleanly first.
+pub fn start(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    vip_channel: Option<TcpListener>,
+) -> Result<Started, BrokerError> {
+    let replication = if broker.role().is_master() {
+        broker.replication.start_master()
+    } else {
+        broker
+            .replication
+            .start_slave(broker.replication.config().ha_master_address.clone())
+    };
+    if let Err(e) = replication {
+        if let Err(close) = broker.store.shutdown() {
+            warn!(error = %close, "store shutdown after a failed start");
+        }
+        return Err(BrokerError::Replication(e));
+    }
+    Ok(Started {
+        broker,
+        listener,
+        vip_channel,
+    })
 }
 
 /// Serves `broker` on `listener` until `shutdown` resolves, then shuts down cleanly.
 ///
 /// Logs `listening on <addr>` once serving (tests wait for that line).
-pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Future<Output = ()>) {
-    run_with_vip_channel(broker, listener, None, shutdown).await;
-}
-
-/// Binds the VIP channel for a broker serving on `listen_port` ([`BrokerConfig::fast_listen_port`]).
-/// A port that cannot be bound is logged and left out: the broker still serves on its main
-/// port (RocketMQ would not start at all).
 ///
-/// [`BrokerConfig::fast_listen_port`]: crate::config::BrokerConfig::fast_listen_port
-pub async fn bind_vip_channel(broker: &Broker, listen_port: u16) -> Option<TcpListener> {
-    let (bind_address, port) = {
-        let config = broker.config();
-        (
-            config.bind_address.clone(),
-            config.fast_listen_port(listen_port)?,
-        )
-    };
-    match bind(&bind_address, port).await {
-        Ok(l) => Some(l),
-        Err(e) => {
-            warn!(error = %e, "VIP channel not served (clients with vipChannelEnabled and Java slaves copying tables need it)");
-            None
-        }
-    }
+/// # Errors
+/// As [`start`].
+pub async fn run(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    run_with_vip_channel(broker, listener, None, shutdown).await
 }
 
 /// [`run`], also answering on `vip_channel` (the same processors) while it serves.
+///
+/// # Errors
+/// As [`start`].
 pub async fn run_with_vip_channel(
+    broker: Arc<Broker>,
+    listener: TcpListener,
+    vip_channel: Option<TcpListener>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), BrokerError> {
+    start(broker, listener, vip_channel)?.serve(shutdown).await;
+    Ok(())
+}
+
+impl Started {
+    /// Serves until `shutdown` resolves, then shuts down cleanly.
+    ///
+    /// Logs `listening on <addr>` once serving (tests wait for that line).
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        let Started {
+            broker,
+            listener,
+            vip_channel,
+        } = self;
+        serve(broker, listener, vip_channel, shutdown).await;
+    }
+}
+
+async fn serve(
     broker: Arc<Broker>,
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
@@ -87,13 +170,12 @@ pub async fn run_with_vip_channel(
     let as_listener: Arc<dyn ConnectionListener> = processor;
     dispatcher.add_listener(as_listener);
 
-    start_replication(&broker);
     let pull_tasks = start_long_polling(&broker);
     broker
         .store
         .add_dispatch_listener(broker.schedule.listener());
     if broker.role().is_master() {
-        broker.schedule.start();
+        broker.schedule.start(&broker);
         broker.transactions.start(&broker);
     }
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -152,21 +234,6 @@ pub async fn run_with_vip_channel(
         error!(error = %e, "store shutdown failed");
     }
     info!("broker stopped");
-}
-
-/// Starts the HA side of the configured role. A master whose HA port cannot be bound
-/// still serves (without replication), loudly; a slave waits for its master's address.
-fn start_replication(broker: &Arc<Broker>) {
-    let result = if broker.role().is_master() {
-        broker.replication.start_master()
-    } else {
-        broker
-            .replication
-            .start_slave(broker.replication.config().ha_master_address.clone())
-    };
-    if let Err(e) = result {
-        error!(error = %e, "cannot start replication");
-    }
 }
 
 /// Wires long polling: dispatch wakes held pulls, woken pulls run again.

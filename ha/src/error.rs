@@ -86,6 +86,14 @@ pub enum HaError {
     /// The configuration cannot work.
     #[error(transparent)]
     Config(#[from] ConfigError),
+    /// The HA listener cannot be bound.
+    #[error("cannot listen on HA port {addr} (haListenPort): {source}")]
+    Bind {
+        /// The address.
+        addr: std::net::SocketAddr,
+        /// Cause.
+        source: io::Error,
+    },
     /// Socket, poll or thread creation failed.
     #[error("HA I/O: {0}")]
     Io(#[from] io::Error),

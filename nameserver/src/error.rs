@@ -28,7 +28,7 @@ pub enum NamesrvError {
     #[error(transparent)]
     Persist(#[from] remoting::config_file::ConfigFileError),
     /// The listen address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr} (listenPort): {source}")]
     Bind {
         /// The address.
         addr: String,

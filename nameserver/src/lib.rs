@@ -24,6 +24,7 @@ pub mod processor;
 pub mod route_info;
 pub mod server;
 
+pub use clock::{Clock, SystemClock};
 pub use config::NamesrvConfig;
 pub use error::{ConfigError, NamesrvError, Result};
-pub use server::{bind, run};
+pub use server::{Started, bind, run, run_with_clock, start};

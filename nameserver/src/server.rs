@@ -53,54 +53,100 @@ pub async fn run(
 /// The KV table cannot be loaded.
 pub async fn run_with_clock(
     listener: TcpListener,
-    mut config: NamesrvConfig,
+    config: NamesrvConfig,
     clock: Arc<dyn Clock>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()> {
+    start(listener, config, clock)?.serve(shutdown).await;
+    Ok(())
+}
+
+/// A name server with its KV table loaded, ready to [`serve`](Self::serve).
+#[derive(Debug)]
+pub struct Started {
+    listener: TcpListener,
+    local: SocketAddr,
+    config: NamesrvConfig,
+    kv: KvConfigManager,
+    clock: Arc<dyn Clock>,
+}
+
+/// Loads what the name server needs before it may answer (the KV table).
+///
+/// # Errors
+/// The listener's address cannot be read, or the KV table cannot be loaded.
+pub fn start(
+    listener: TcpListener,
+    mut config: NamesrvConfig,
+    clock: Arc<dyn Clock>,
+) -> Result<Started> {
     let local = listener.local_addr().map_err(|source| NamesrvError::Bind {
         addr: format!("{}:{}", config.bind_address, config.listen_port),
         source,
     })?;
     // As RocketMQ: an OS-chosen port is written back, so GET_NAMESRV_CONFIG shows it.
     config.listen_port = local.port();
-
     let kv = KvConfigManager::new(&config.kv_config_path);
     kv.load()?;
+    Ok(Started {
+        listener,
+        local,
+        config,
+        kv,
+        clock,
+    })
+}
 
-    let server_config = ServerConfig {
-        max_frame_len: config.frame_max_length,
-        idle_timeout: config.idle_timeout(),
-        ..ServerConfig::default()
-    };
-    let scan_interval = config.scan_interval();
-    let processor = Arc::new(NamesrvProcessor::new(config, kv, clock));
+impl Started {
+    /// The address it listens on.
+    #[must_use]
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
 
-    let mut dispatcher = Dispatcher::new();
-    let as_processor: Arc<dyn Processor> = processor.clone();
-    dispatcher.register(HANDLED_CODES.iter().copied(), &as_processor);
-    dispatcher.add_listener(processor.clone());
+    /// Serves until `shutdown` resolves.
+    pub async fn serve(self, shutdown: impl Future<Output = ()>) {
+        let Started {
+            listener,
+            local,
+            config,
+            kv,
+            clock,
+        } = self;
+        let server_config = ServerConfig {
+            max_frame_len: config.frame_max_length,
+            idle_timeout: config.idle_timeout(),
+            ..ServerConfig::default()
+        };
+        let scan_interval = config.scan_interval();
+        let processor = Arc::new(NamesrvProcessor::new(config, kv, clock));
 
-    let scanner = {
-        let processor = Arc::clone(&processor);
-        tokio::spawn(
-            async move {
-                let mut tick = tokio::time::interval_at(
-                    tokio::time::Instant::now() + scan_interval,
-                    scan_interval,
-                );
-                tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                loop {
-                    tick.tick().await;
-                    processor.scan_not_active_brokers();
+        let mut dispatcher = Dispatcher::new();
+        let as_processor: Arc<dyn Processor> = processor.clone();
+        dispatcher.register(HANDLED_CODES.iter().copied(), &as_processor);
+        dispatcher.add_listener(processor.clone());
+
+        let scanner = {
+            let processor = Arc::clone(&processor);
+            tokio::spawn(
+                async move {
+                    let mut tick = tokio::time::interval_at(
+                        tokio::time::Instant::now() + scan_interval,
+                        scan_interval,
+                    );
+                    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                    loop {
+                        tick.tick().await;
+                        processor.scan_not_active_brokers();
+                    }
                 }
-            }
-            .instrument(info_span!("scan", service = "scan_not_active_broker")),
-        )
-    };
+                .instrument(info_span!("scan", service = "scan_not_active_broker")),
+            )
+        };
 
-    info!(addr = %local, "listening on {local}");
-    remoting::server::run(listener, dispatcher, server_config, shutdown).await;
-    scanner.abort();
-    info!(addr = %local, "name server stopped");
-    Ok(())
+        info!(addr = %local, "listening on {local}");
+        remoting::server::run(listener, dispatcher, server_config, shutdown).await;
+        scanner.abort();
+        info!(addr = %local, "name server stopped");
+    }
 }

@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 use crate::checkpoint::Checkpoint;
 use crate::cleanup::{CleanReport, Cleaner, DiskUsage, DiskVerdict, StatvfsDiskUsage};
@@ -341,7 +341,11 @@ impl MessageStore {
     /// once no put is in progress, so the CommitLog's end read after it is final (a
     /// demotion cuts from there). Becoming writable first dispatches everything
     /// replicated so far and takes the queue offsets from the consume queues.
-    pub fn set_writable(&self, writable: bool) {
+    ///
+    /// # Errors
+    /// Becoming writable: what was replicated cannot be dispatched; the store stays
+    /// read-only (refusing never fails).
+    pub fn set_writable(&self, writable: bool) -> Result<()> {
         let log = &self.inner.commit_log;
         if !writable {
             if !log.set_refusal(refuse::NOT_WRITABLE, true) {
@@ -349,20 +353,18 @@ impl MessageStore {
             }
             // A put that checked the flags before it was set may still be appending.
             log.put_barrier();
-            return;
+            return Ok(());
         }
         if !log.is_refusing(refuse::NOT_WRITABLE) {
-            return;
+            return Ok(());
         }
         // No put can be half done: every put checks the flag under the put lock.
         log.put_barrier();
-        if let Err(e) = self.inner.dispatcher.drain(log, Duration::from_secs(30)) {
-            error!(error = %e, "cannot dispatch the replicated log; staying read-only");
-            return;
-        }
+        self.inner.dispatcher.drain(log, Duration::from_secs(30))?;
         log.set_queue_offsets(self.inner.cqs.max_offsets());
         log.set_refusal(refuse::NOT_WRITABLE, false);
         info!("store accepts puts");
+        Ok(())
     }
 
     /// Why puts are refused right now (`None` if they are not).

@@ -417,7 +417,7 @@ fn slave_follows_by_replication_and_becomes_master() {
     let master = open(&c);
     let cs = small_config(b.path(), FILE, FlushDiskType::ASYNC_FLUSH);
     let slave = open(&cs);
-    slave.set_writable(false);
+    slave.set_writable(false).unwrap();
     let r = slave.put_message(&keyed("T", 0, "no", "", "", ""));
     assert_eq!(r.status, PutMessageStatus::ServiceNotAvailable);
     assert!(slave.put_refusal_reason().unwrap().contains("not writable"));
@@ -441,7 +441,7 @@ fn slave_follows_by_replication_and_becomes_master() {
             );
         }
     }
-    slave.set_writable(true);
+    slave.set_writable(true).unwrap();
     assert!(slave.put_refusal_reason().is_none());
     let next = master.max_offset_in_queue("TopicA", 1);
     let r = slave

@@ -14,7 +14,7 @@ use clap::Parser;
 use remoting::settings::Settings;
 use store::StoreConfig;
 use tokio::signal::unix::{SignalKind, signal};
-use tracing::{error, info};
+use tracing::info;
 use tracing_subscriber::EnvFilter;
 
 /// The sluice broker (RocketMQ-compatible `mqbroker`).
@@ -66,11 +66,7 @@ fn main() -> ExitCode {
     init_tracing();
     let (config, store_config, ha_config) = match load(&cli) {
         Ok(c) => c,
-        Err(e) => {
-            error!(error = %e, "cannot load config");
-            eprintln!("mqbroker: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fatal(&format!("cannot load config: {e}")),
     };
     if cli.print_config_item {
         let mut all = std::collections::BTreeMap::new();
@@ -112,19 +108,18 @@ fn main() -> ExitCode {
     }
     let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mqbroker: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
     match runtime.block_on(serve(config, store_config, ha_config)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            error!(error = %e, "broker failed");
-            eprintln!("mqbroker: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fatal(&e.to_string()),
     }
+}
+
+/// A broker that cannot run says why once, on one line, and exits non-zero.
+fn fatal(cause: &str) -> ExitCode {
+    eprintln!("mqbroker: {cause}");
+    ExitCode::FAILURE
 }
 
 async fn serve(
@@ -141,20 +136,22 @@ async fn serve(
         };
         info!(signal = name, "shutting down");
     };
+    // Every port first, so a taken one stops the broker before it touches the store.
     let listener = broker::server::bind(&config.bind_address, config.listen_port).await?;
     let port = listener.local_addr()?.port();
-    // Opening the store (recovery) may take a while; the port is bound first so the
-    // address is reserved, and served once the store is ready.
+    let vip_channel = broker::server::bind_vip_channel(&config, port).await?;
+    // Opening the store (its lock, then recovery) may take a while.
     let broker =
         tokio::task::spawn_blocking(move || Broker::open(config, store_config, ha_config, port))
             .await??;
     let broker = Arc::new(broker);
+    let started = broker::server::start(Arc::clone(&broker), listener, vip_channel)?;
+    // Only now: every part the role needs is up.
     println!(
         "The broker[{}, {}] boot success. serializeType=JSON",
         broker.config().broker_name,
         broker.store_host()
     );
-    let vip_channel = broker::server::bind_vip_channel(&broker, port).await;
-    broker::server::run_with_vip_channel(broker, listener, vip_channel, shutdown).await;
+    started.serve(shutdown).await;
     Ok(())
 }

@@ -5,34 +5,39 @@
 //! Commit stores the real message and then the op record; rollback only the op record;
 //! "unknown" (0) does nothing and answers nothing, leaving the half message to the
 //! check-back service. Producers send it oneway; a two-way request gets RocketMQ's
-//! answer. The put is synchronous and short, like a send's, and the final message does
-//! not wait for flush or replication (RocketMQ stores it with `WAIT=false`).
+//! answer, given once the commit and its op record are as durable as the role requires
+//! (RocketMQ answers at once: it stores the final message with `WAIT=false`). A commit
+//! stored but not yet durable still gets its op record — asking the producer again would
+//! commit it twice — and the answer says which guarantee is missing (FLUSH_DISK_TIMEOUT,
+//! FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE). The op record follows the commit in the
+//! log, so it can never survive a crash or a failover that the commit did not.
 
 use remoting::protocol::broker::{
     EndTransactionRequestHeader, ResumeCheckHalfMessageRequestHeader,
 };
+use remoting::server::Reply;
 use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::record::{self, Record, StoredMessage, sys_flag};
-use store::{PutMessageStatus, PutResult};
+use store::{PhyOffset, PutMessageStatus, PutResult};
 use tracing::{debug, error, info, warn};
 
-use super::{Handled, Refusal, success};
+use super::{Refusal, success};
 use crate::broker::Broker;
 use crate::message::{self, PGROUP, REAL_QID, REAL_TOPIC, TRAN_MSG, TRANSACTION_CHECK_TIMES};
 use crate::transaction::{self, RealQueue};
 
-/// Handles one END_TRANSACTION; `None` when RocketMQ sends no response (unknown state).
-pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Option<Handled> {
+/// Handles one END_TRANSACTION; no response when RocketMQ sends none (unknown state).
+pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Reply {
     let header: EndTransactionRequestHeader = match request.decode_header() {
         Ok(h) => h,
-        Err(e) => return Some(Err(Refusal::from(e))),
+        Err(e) => return Reply::Now(Refusal::from(e).into_response()),
     };
     if !broker.role().is_master() {
         warn!("end transaction on a slave is forbidden");
-        return Some(Ok(RemotingCommand::response(
+        return Reply::Now(RemotingCommand::response(
             ResponseCode::SlaveNotAvailable,
             None,
-        )));
+        ));
     }
     let from_check = header.from_transaction_check.unwrap_or(false);
     let peer = channel.peer_addr();
@@ -45,17 +50,38 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         }
         sys_flag::TRANSACTION_NOT_TYPE => {
             debug!(%peer, from_check, msg_id = %header.msg_id, remark = ?request.remark(), "transaction still unknown");
-            return None;
+            return Reply::Nothing;
         }
         other => {
             debug!(%peer, value = other, "unknown commitOrRollback value");
-            return None;
+            return Reply::Nothing;
         }
     }
-    Some(end(broker, &header))
+    let written = match end(broker, &header) {
+        Ok(end) => end,
+        Err(refusal) => return Reply::Now(refusal.into_response()),
+    };
+    // Nobody reads a oneway request's answer: nothing to wait for.
+    let durable = match written {
+        Some(end) if !request.is_oneway() => broker.durable_to(end),
+        _ => return Reply::Now(success()),
+    };
+    let answer = |status: PutMessageStatus| match super::send::status_response(status) {
+        (ResponseCode::Success, _) => success(),
+        (code, remark) => RemotingCommand::response(code, remark.map(str::to_owned)),
+    };
+    match durable.ready() {
+        Some(status) => Reply::Now(answer(status)),
+        None => Reply::later(async move { Some(answer(durable.await)) }),
+    }
 }
 
-fn end(broker: &Broker, header: &EndTransactionRequestHeader) -> Handled {
+/// Commits or rolls back; returns the end of the last record written (the op record,
+/// or the commit when the op could not be written).
+fn end(
+    broker: &Broker,
+    header: &EndTransactionRequestHeader,
+) -> Result<Option<PhyOffset>, Refusal> {
     let phy = u64::try_from(header.commit_log_offset)
         .map_err(|_| Refusal::system("Find prepared transaction message failed"))?;
     let bytes = broker
@@ -67,6 +93,7 @@ fn end(broker: &Broker, header: &EndTransactionRequestHeader) -> Handled {
     };
     check_half(&half, header)?;
     let props = half.properties_str().into_owned();
+    let mut committed = None;
     if header.commit_or_rollback == sys_flag::TRANSACTION_COMMIT_TYPE {
         let real = RealQueue::of(&props)
             .ok_or_else(|| Refusal::system("the prepared message has no REAL_TOPIC / REAL_QID"))?;
@@ -83,9 +110,9 @@ fn end(broker: &Broker, header: &EndTransactionRequestHeader) -> Handled {
         let result = broker.store.put_message(&msg);
         broker.stats.record_put(&msg.topic, &result);
         final_response(broker, &result)?;
+        committed = result.append.map(|a| a.end_offset());
     }
-    write_op(broker, &half);
-    Ok(success())
+    Ok(write_op(broker, &half).or(committed))
 }
 
 /// RocketMQ's `checkPrepareMessage`: the record must be the producer's half message.
@@ -106,9 +133,9 @@ fn check_half(
     Ok(())
 }
 
-/// Marks the half message resolved. A failed write only means it will be checked back
-/// (RocketMQ ignores the failure the same way).
-fn write_op(broker: &Broker, half: &StoredMessage<'_>) {
+/// Marks the half message resolved; returns the op record's end. A failed write only
+/// means it will be checked back (RocketMQ ignores the failure the same way).
+fn write_op(broker: &Broker, half: &StoredMessage<'_>) -> Option<PhyOffset> {
     let op = transaction::op_message(
         half.queue_id,
         half.queue_offset,
@@ -119,6 +146,7 @@ fn write_op(broker: &Broker, half: &StoredMessage<'_>) {
     if !result.status.is_ok() {
         error!(status = %result.status, half_offset = half.queue_offset, "cannot write the transaction op record");
     }
+    result.append.map(|a| a.end_offset())
 }
 
 /// RocketMQ's `sendFinalMessage` status mapping.
@@ -154,8 +182,28 @@ fn final_response(broker: &Broker, result: &PutResult) -> Result<(), Refusal> {
 /// RESUME_CHECK_HALF_MESSAGE (323, `mqadmin resumeCheckHalfMessage`): the message with
 /// offset id `msgId` (one moved to TRANS_CHECK_MAX_TIME_TOPIC, say) goes back into half
 /// queue 0 with `TRANSACTION_CHECK_TIMES` = 0, to be checked again. As in RocketMQ 4.9
-/// there is no role check: on a slave the put fails.
-pub fn resume_check_half_message(broker: &Broker, request: &RemotingCommand) -> Handled {
+/// there is no role check: on a slave the put fails. Answered once the copy is durable.
+pub fn resume_check_half_message(broker: &Broker, request: &RemotingCommand) -> Reply {
+    let result = match resume(broker, request) {
+        Ok(result) => result,
+        Err(refusal) => return Reply::Now(refusal.into_response()),
+    };
+    let durable = broker.durable(&result);
+    let answer = |status: PutMessageStatus| {
+        if status.is_ok() {
+            success()
+        } else {
+            error!(%status, "a message put back into the half queue is not durable");
+            Refusal::system("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.").into_response()
+        }
+    };
+    match durable.ready() {
+        Some(status) => Reply::Now(answer(status)),
+        None => Reply::later(async move { Some(answer(durable.await)) }),
+    }
+}
+
+fn resume(broker: &Broker, request: &RemotingCommand) -> Result<PutResult, Refusal> {
     let header: ResumeCheckHalfMessageRequestHeader = request.decode_header()?;
     let unreadable = || {
         Refusal::system(
@@ -188,5 +236,5 @@ pub fn resume_check_half_message(broker: &Broker, request: &RemotingCommand) -> 
         real_topic = message::get(&half.properties, REAL_TOPIC).unwrap_or("-"),
         "message put back into the half queue"
     );
-    Ok(success())
+    Ok(result)
 }

@@ -160,17 +160,35 @@ async fn to_master(
         None => broker.config().master_role_on_switch,
     };
     let current = broker.role();
-    if current == role && broker.config().broker_id == 0 {
-        broker.schedule.start();
-        broker.transactions.start(broker);
-        return Ok(result(broker, None, false));
+    let current_id = broker.config().broker_id;
+    if current.is_master() && current_id == 0 {
+        return master_to_master(broker, current, role).await;
     }
     info!(
         from = current.name(),
         to = role.name(),
         "switching to master"
     );
+    let still = |why: String| {
+        Refusal::system(format!(
+            "cannot switch to {}: {why}; still {} (brokerId {current_id}), read-only",
+            role.name(),
+            current.name()
+        ))
+    };
+    // Everything that can fail comes before anything a failure would have to undo: the
+    // HA port first (a slave whose port is taken stays a read-only slave).
+    let listener = broker
+        .replication
+        .bind()
+        .map_err(|e| still(e.to_string()))?;
+    let following = broker.replication.followed_master();
     broker.replication.stop();
+    let resume_following = || {
+        if let Err(e) = broker.replication.start_slave(following.clone()) {
+            warn!(error = %e, "cannot restart the HA client after a failed switch");
+        }
+    };
     let store = Arc::clone(&broker.store);
     let truncated = tokio::task::spawn_blocking(move || -> Result<Option<u64>, String> {
         // Whatever was received is dispatched; a record cut short by the old master's
@@ -186,27 +204,70 @@ async fn to_master(
         Ok(None)
     })
     .await
-    .map_err(|e| Refusal::system(e.to_string()))?
-    .map_err(|e| Refusal::system(format!("cannot cut the partial tail: {e}")))?;
+    .map_err(|e| e.to_string())
+    .and_then(|r| r.map_err(|e| format!("cannot cut the partial tail: {e}")));
+    let truncated = match truncated {
+        Ok(t) => t,
+        Err(why) => {
+            resume_following();
+            return Err(still(why));
+        }
+    };
+    if let Err(e) = broker.replication.start_master_on(listener) {
+        resume_following();
+        return Err(still(format!("cannot start the HA service: {e}")));
+    }
+    // The store takes writes only once the role that acknowledges them is in place.
     let promoted_at = broker.store.commit_log().max_offset().0;
-    broker.replication.set_promoted_at(Some(promoted_at));
+    let before = broker.replication.set_promoted_at(Some(promoted_at));
     broker.update_config(|c| {
         c.broker_role = role;
         c.broker_id = 0;
     });
-    broker.store.set_writable(true);
-    broker
-        .replication
-        .start_master()
-        .map_err(|e| Refusal::system(format!("cannot start the HA service: {e}")))?;
-    broker.schedule.start();
+    if let Err(e) = broker.store.set_writable(true) {
+        broker.update_config(|c| {
+            c.broker_role = current;
+            c.broker_id = current_id;
+        });
+        broker.replication.restore_promotion(before);
+        resume_following();
+        return Err(still(format!("the store cannot take writes: {e}")));
+    }
+    broker.schedule.start(broker);
     broker.transactions.start(broker);
-    broker
-        .namesrv
-        .register(&broker.identity(), broker.topics.wrapper())
-        .await;
+    register(broker).await;
     info!(promoted_at, "now master");
     Ok(result(broker, truncated, true))
+}
+
+/// A master asked to be a master: the HA service must run (started if it does not),
+/// and the role may change between SYNC_MASTER and ASYNC_MASTER.
+async fn master_to_master(
+    broker: &Arc<Broker>,
+    current: BrokerRole,
+    role: BrokerRole,
+) -> Result<SwitchResult, Refusal> {
+    broker.replication.start_master().map_err(|e| {
+        Refusal::system(format!(
+            "{} without a running HA service: {e}",
+            current.name()
+        ))
+    })?;
+    let changed = current != role;
+    if changed {
+        info!(
+            from = current.name(),
+            to = role.name(),
+            "changing master role"
+        );
+        broker.update_config(|c| c.broker_role = role);
+    }
+    broker.schedule.start(broker);
+    broker.transactions.start(broker);
+    if changed {
+        register(broker).await;
+    }
+    Ok(result(broker, None, changed))
 }
 
 async fn to_slave(
@@ -244,49 +305,64 @@ async fn to_slave(
         ));
     }
     info!(master = ?master, ha = ?ha_addr, broker_id, "switching to slave");
-    broker.store.set_writable(false);
+    // A demotion that fails half way leaves a read-only slave, never a master: the new
+    // master may already take writes, and two writable masters of one pair diverge.
+    broker
+        .store
+        .set_writable(false)
+        .map_err(|e| Refusal::system(e.to_string()))?;
     broker.schedule.stop();
     broker.transactions.stop();
-    let own_end = broker.store.commit_log().max_offset().0;
-    let cut_at = status
-        .as_ref()
-        .and_then(|s| s.promoted_at_offset.or(Some(s.max_offset)));
-    let truncated = match cut_at {
-        Some(point) if own_end > point => {
-            warn!(
-                own_end,
-                point, "cutting the tail the new master does not have"
-            );
-            // Nothing may read (a master's connections pushing frames) or append (a slave's
-            // client) at the tail while it is cut; `start_slave` below starts the client again.
-            broker.replication.stop();
-            let store = Arc::clone(&broker.store);
-            tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point)))
-                .await
-                .map_err(|e| Refusal::system(e.to_string()))?
-                .map_err(|e| Refusal::system(format!("cannot cut the divergent tail: {e}")))?;
-            Some(point)
-        }
-        _ => None,
-    };
     broker.update_config(|c| {
         c.broker_role = BrokerRole::SLAVE;
         c.broker_id = broker_id;
     });
     broker.replication.set_promoted_at(None);
+    let not_following = |why: String| {
+        Refusal::system(format!(
+            "now a read-only SLAVE (brokerId {broker_id}) that does not replicate: {why}"
+        ))
+    };
+    let own_end = broker.store.commit_log().max_offset().0;
+    let cut_at = status
+        .as_ref()
+        .and_then(|s| s.promoted_at_offset.or(Some(s.max_offset)));
+    let mut truncated = None;
+    if let Some(point) = cut_at.filter(|p| own_end > *p) {
+        warn!(
+            own_end,
+            point, "cutting the tail the new master does not have"
+        );
+        // Nothing may read (a master's connections pushing frames) or append (a slave's
+        // client) at the tail while it is cut; `start_slave` below starts the client again.
+        broker.replication.stop();
+        let store = Arc::clone(&broker.store);
+        let cut = tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point)))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| format!("cannot cut the divergent tail: {e}")));
+        if let Err(why) = cut {
+            register(broker).await;
+            return Err(not_following(why));
+        }
+        truncated = Some(point);
+    }
     broker
         .replication
         .set_followed_epoch(status.as_ref().and_then(|s| s.promotion_epoch));
-    broker
-        .replication
-        .start_slave(ha_addr)
-        .map_err(|e| Refusal::system(format!("cannot start the HA client: {e}")))?;
+    let started = broker.replication.start_slave(ha_addr);
+    register(broker).await;
+    started.map_err(|e| not_following(format!("cannot start the HA client: {e}")))?;
+    broker.sync_now.notify_one();
+    Ok(result(broker, truncated, true))
+}
+
+/// Registers the broker's current identity with every name server.
+async fn register(broker: &Broker) {
     broker
         .namesrv
         .register(&broker.identity(), broker.topics.wrapper())
         .await;
-    broker.sync_now.notify_one();
-    Ok(result(broker, truncated, true))
 }
 
 /// A slave starts following `master` (main address) at `ha_addr`: first cut any tail

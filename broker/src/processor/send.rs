@@ -8,7 +8,6 @@
 
 use std::net::SocketAddr;
 
-use ha::ReplicaStatus;
 use remoting::protocol::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
@@ -17,12 +16,11 @@ use remoting::protocol::topic::{TopicConfig, TopicFilterType};
 use remoting::server::Reply;
 use remoting::{Channel, RemotingCommand, RequestCode, ResponseCode};
 use store::record::sys_flag;
-use store::{FlushDiskType, MessageBatch, MessageInner, PutMessageStatus, PutResult};
+use store::{MessageBatch, MessageInner, PutMessageStatus, PutResult};
 use tracing::debug;
 
 use super::{Refusal, respond};
 use crate::broker::Broker;
-use crate::config::BrokerRole;
 use crate::message::{self, CLUSTER, DELAY, REAL_QID, REAL_TOPIC};
 use crate::transaction;
 
@@ -73,31 +71,21 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         broker,
         RemotingCommand::response(ResponseCode::Success, None),
     );
-    let end = match (&result.append, wait) {
-        (Some(append), true) => append.end_offset(),
-        _ => return Reply::Now(put_response(base, &result, queue_id, unique_key)),
-    };
-    // Group commit, then (SYNC_MASTER) a slave's ack: both are futures, no thread waits.
-    let flush = (broker.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH)
-        .then(|| broker.store.wait_flushed(end));
-    let replica = (broker.role() == BrokerRole::SYNC_MASTER)
-        .then(|| broker.replication.wait_for_slave(end.0))
-        .flatten();
-    if flush.is_none() && replica.is_none() {
+    if !wait {
         return Reply::Now(put_response(base, &result, queue_id, unique_key));
     }
+    // Group commit, then (SYNC_MASTER) a slave's ack: both are futures, no thread waits.
+    let durable = broker.durable(&result);
+    if let Some(status) = durable.ready() {
+        return Reply::Now(put_response(
+            base,
+            &PutResult { status, ..result },
+            queue_id,
+            unique_key,
+        ));
+    }
     Reply::later(async move {
-        let mut status = PutMessageStatus::PutOk;
-        if let Some(flush) = flush {
-            status = flush.await;
-        }
-        if let (Some(replica), true) = (replica, status.is_ok()) {
-            status = match replica.await {
-                ReplicaStatus::PutOk => PutMessageStatus::PutOk,
-                ReplicaStatus::FlushSlaveTimeout => PutMessageStatus::FlushSlaveTimeout,
-                ReplicaStatus::SlaveNotAvailable => PutMessageStatus::SlaveNotAvailable,
-            };
-        }
+        let status = durable.await;
         Some(put_response(
             base,
             &PutResult { status, ..result },
@@ -393,7 +381,36 @@ pub(crate) fn put_response(
     queue_id: i32,
     unique_key: Option<String>,
 ) -> RemotingCommand {
-    let (code, remark): (ResponseCode, Option<&str>) = match result.status.rocketmq() {
+    let (code, remark) = status_response(result.status);
+    response.header.code = code.code();
+    response.header.remark = remark.map(str::to_owned);
+    let stored = matches!(
+        code,
+        ResponseCode::Success
+            | ResponseCode::FlushDiskTimeout
+            | ResponseCode::FlushSlaveTimeout
+            | ResponseCode::SlaveNotAvailable
+    );
+    if let (true, Some(append)) = (stored, &result.append) {
+        let header = SendMessageResponseHeader {
+            msg_id: append.msg_id(),
+            queue_id,
+            queue_offset: i64::try_from(append.queue_offset.0).unwrap_or(i64::MAX),
+            // As 5.x: the UNIQ_KEY (clients show it as the transaction id).
+            transaction_id: unique_key,
+            batch_uniq_id: None,
+            recall_handle: None,
+        };
+        response = response.with_header(&header);
+    } else {
+        debug!(status = %result.status, "put refused");
+    }
+    response
+}
+
+/// The response code and remark of a put's final status (`handlePutMessageResult`).
+pub(crate) fn status_response(status: PutMessageStatus) -> (ResponseCode, Option<&'static str>) {
+    match status.rocketmq() {
         PutMessageStatus::PutOk => (ResponseCode::Success, None),
         PutMessageStatus::FlushDiskTimeout => (ResponseCode::FlushDiskTimeout, None),
         PutMessageStatus::FlushSlaveTimeout => (ResponseCode::FlushSlaveTimeout, None),
@@ -419,31 +436,7 @@ pub(crate) fn put_response(
             Some("[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
         ),
         _ => (ResponseCode::SystemError, Some("UNKNOWN_ERROR")),
-    };
-    response.header.code = code.code();
-    response.header.remark = remark.map(str::to_owned);
-    let stored = matches!(
-        code,
-        ResponseCode::Success
-            | ResponseCode::FlushDiskTimeout
-            | ResponseCode::FlushSlaveTimeout
-            | ResponseCode::SlaveNotAvailable
-    );
-    if let (true, Some(append)) = (stored, &result.append) {
-        let header = SendMessageResponseHeader {
-            msg_id: append.msg_id(),
-            queue_id,
-            queue_offset: i64::try_from(append.queue_offset.0).unwrap_or(i64::MAX),
-            // As 5.x: the UNIQ_KEY (clients show it as the transaction id).
-            transaction_id: unique_key,
-            batch_uniq_id: None,
-            recall_handle: None,
-        };
-        response = response.with_header(&header);
-    } else {
-        debug!(status = %result.status, "put refused");
     }
-    response
 }
 
 /// Respond to a send that could not even be decoded.

@@ -7,8 +7,8 @@ use remoting::protocol::broker::ConsumerSendMsgBackRequestHeader;
 use remoting::protocol::constants::{perm, system, topic_sys_flag, version};
 use remoting::server::Reply;
 use remoting::{RemotingCommand, ResponseCode};
-use store::MessageInner;
 use store::record::{self, Record};
+use store::{MessageInner, PutMessageStatus};
 
 use super::send::{DLQ_NUMS_PER_GROUP, delay_rewrite, random_queue};
 use super::{Refusal, success};
@@ -24,13 +24,27 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> Reply {
         Ok(Some(msg)) => {
             let result = broker.store.put_message(&msg);
             broker.stats.record_put(&msg.topic, &result);
-            Reply::Now(if result.status.is_ok() {
-                success()
-            } else {
-                Refusal::system(result.status.as_str()).into_response()
-            })
+            // The consumer moves its offset past the original once this succeeds: the
+            // copy must be as durable as a send would be (RocketMQ answers as soon as it
+            // is appended). Anything short of that is refused; the client then sends the
+            // copy itself.
+            let durable = broker.durable(&result);
+            match durable.ready() {
+                Some(status) => Reply::Now(answer(status)),
+                None => Reply::later(async move { Some(answer(durable.await)) }),
+            }
         }
         Err(refusal) => Reply::Now(refusal.into_response()),
+    }
+}
+
+/// SUCCESS once durable, else SYSTEM_ERROR naming the status (RocketMQ's answer to a
+/// send-back that did not put).
+fn answer(status: PutMessageStatus) -> RemotingCommand {
+    if status.is_ok() {
+        success()
+    } else {
+        Refusal::system(status.rocketmq().as_str()).into_response()
     }
 }
 

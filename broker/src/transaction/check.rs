@@ -112,8 +112,14 @@ impl TransactionCheckService {
     }
 
     /// Runs one round over every half queue now (blocking: reads and writes the store).
+    /// Skipped while puts cannot be durable (a `SYNC_MASTER` without a slave): the
+    /// copies a round puts back would be put again by the next one.
     pub fn check_once(&self, broker: &Broker) -> CheckReport {
         let _one_at_a_time = self.round.lock();
+        if !broker.can_be_durable() {
+            debug!("transaction check round skipped: no slave to make its copies durable");
+            return CheckReport::default();
+        }
         let (timeout, check_max) = {
             let c = broker.config();
             (
@@ -344,7 +350,9 @@ impl<'a> QueueCheck<'a> {
             .unwrap_or(i64::MAX / 3_600_000)
             .saturating_mul(3_600_000);
         if discard || now - half.born_timestamp > kept_ms {
-            self.discard(half, bytes, props);
+            if !self.discard(half, bytes, props) {
+                return Verdict::Stop;
+            }
             report.discarded += 1;
             return Verdict::Next;
         }
@@ -377,14 +385,14 @@ impl<'a> QueueCheck<'a> {
                 offset = half.queue_offset,
                 "half message without REAL_TOPIC / REAL_QID; moving it away"
             );
-            self.discard(half, bytes, props);
+            if !self.discard(half, bytes, props) {
+                return Verdict::Stop;
+            }
             report.discarded += 1;
             return Verdict::Next;
         };
         let copy = super::renewed_half(half, bytes.slice_ref(half.body), props.clone());
-        let result = self.broker.store.put_message(&copy);
-        let Some(append) = result.append.filter(|_| result.status.is_ok()) else {
-            error!(status = %result.status, "cannot put a half message back for its check; trying next round");
+        let Some(append) = self.put_durably(&copy, "a half message put back for its check") else {
             return Verdict::Stop;
         };
         let renewed = Renewed {
@@ -426,13 +434,28 @@ impl<'a> QueueCheck<'a> {
         let original = original.unwrap_or(half.queue_offset).to_string();
         let props = message::set(props, &[(TRAN_PREPARED_QUEUE_OFFSET, &original)]);
         let copy = super::renewed_half(half, bytes.slice_ref(half.body), props);
-        let result = self.broker.store.put_message(&copy);
-        if !result.status.is_ok() {
-            error!(status = %result.status, "cannot put an immune half message back");
+        if self
+            .put_durably(&copy, "an immune half message put back")
+            .is_none()
+        {
             return false;
         }
         report.deferred += 1;
         true
+    }
+
+    /// Puts `msg` and waits until it is as durable as the role requires: the progress
+    /// moves past the original only then. `None` (logged) when it is not.
+    fn put_durably(&self, msg: &store::MessageInner, what: &str) -> Option<store::AppendResult> {
+        let result = self.broker.store.put_message(msg);
+        let status = self.broker.durable(&result).wait_blocking();
+        match result.append {
+            Some(append) if status.is_ok() => Some(append),
+            _ => {
+                error!(%status, "cannot store {what}; trying next round");
+                None
+            }
+        }
     }
 
     /// Asks one producer of the group about the renewed copy; false if none is there.
@@ -483,8 +506,9 @@ impl<'a> QueueCheck<'a> {
         true
     }
 
-    /// Moves a half message to TRANS_CHECK_MAX_TIME_TOPIC.
-    fn discard(&self, half: &StoredMessage<'_>, bytes: &Bytes, props: String) {
+    /// Moves a half message to TRANS_CHECK_MAX_TIME_TOPIC; false when it could not be
+    /// (the scan stops there: the progress must not pass a message kept nowhere).
+    fn discard(&self, half: &StoredMessage<'_>, bytes: &Bytes, props: String) -> bool {
         warn!(
             offset = half.queue_offset,
             real_topic = message::get(&props, crate::message::REAL_TOPIC).unwrap_or("-"),
@@ -497,10 +521,8 @@ impl<'a> QueueCheck<'a> {
             0,
         );
         let msg = super::check_max_message(half, bytes.slice_ref(half.body), props);
-        let result = self.broker.store.put_message(&msg);
-        if !result.status.is_ok() {
-            error!(status = %result.status, "cannot move a half message to TRANS_CHECK_MAX_TIME_TOPIC");
-        }
+        self.put_durably(&msg, "a half message moved to TRANS_CHECK_MAX_TIME_TOPIC")
+            .is_some()
     }
 
     fn commit(&self, topic: &str, offset: u64) {

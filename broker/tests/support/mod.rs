@@ -99,14 +99,10 @@ impl Running {
             .unwrap(),
         );
         let (stop, stopped) = oneshot::channel::<()>();
-        let done = tokio::spawn(broker::server::run_with_vip_channel(
-            Arc::clone(&broker),
-            listener,
-            vip,
-            async {
-                let _ = stopped.await;
-            },
-        ));
+        let started = broker::server::start(Arc::clone(&broker), listener, vip).unwrap();
+        let done = tokio::spawn(started.serve(async {
+            let _ = stopped.await;
+        }));
         Running {
             addr: format!("127.0.0.1:{port}"),
             vip_addr,

@@ -6,12 +6,13 @@
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
 use nameserver::NamesrvConfig;
 use remoting::settings::Settings;
 use tokio::signal::unix::{SignalKind, signal};
-use tracing::{error, info};
+use tracing::info;
 use tracing_subscriber::EnvFilter;
 
 /// The sluice name server (RocketMQ-compatible `mqnamesrv`).
@@ -48,11 +49,7 @@ fn main() -> ExitCode {
             Ok(config)
         }) {
         Ok(config) => config,
-        Err(e) => {
-            error!(error = %e, "cannot load config");
-            eprintln!("mqnamesrv: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fatal(&format!("cannot load config: {e}")),
     };
     if cli.print_config_item {
         let mut out = std::io::stdout().lock();
@@ -69,19 +66,18 @@ fn main() -> ExitCode {
         .build()
     {
         Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("mqnamesrv: cannot start the runtime: {e}");
-            return ExitCode::FAILURE;
-        }
+        Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
     match runtime.block_on(serve(config)) {
         Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            error!(error = %e, "name server failed");
-            eprintln!("mqnamesrv: {e}");
-            ExitCode::FAILURE
-        }
+        Err(e) => fatal(&e.to_string()),
     }
+}
+
+/// A name server that cannot run says why once, on one line, and exits non-zero.
+fn fatal(cause: &str) -> ExitCode {
+    eprintln!("mqnamesrv: {cause}");
+    ExitCode::FAILURE
 }
 
 async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> {
@@ -96,8 +92,12 @@ async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> 
         info!(signal = name, "shutting down");
     };
     let listener = nameserver::bind(&config).await?;
-    let addr = listener.local_addr()?;
-    println!("The Name Server boot success. serializeType=JSON, address {addr}");
-    nameserver::run(listener, config, shutdown).await?;
+    let started = nameserver::start(listener, config, Arc::new(nameserver::SystemClock))?;
+    // Only now: the port is bound and the KV table loaded.
+    println!(
+        "The Name Server boot success. serializeType=JSON, address {}",
+        started.local_addr()
+    );
+    started.serve(shutdown).await;
     Ok(())
 }
