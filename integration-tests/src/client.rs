@@ -7,6 +7,8 @@ use std::fmt;
 
 use crate::process::REQUEST_TIMEOUT;
 
+use bytes::Bytes;
+use remoting::protocol::broker::SendMessageRequestHeaderV2;
 use remoting::protocol::namesrv::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
 use remoting::protocol::topic::{DataVersion, RegisterBrokerBody, TopicConfig};
 use remoting::{RemotingClient, RemotingCommand, RequestCode};
@@ -198,4 +200,27 @@ impl FakeBroker {
     pub fn client(&self) -> &SyncClient {
         &self.client
     }
+}
+
+/// A SEND_MESSAGE_V2 of `body` to queue 0 of `topic` (tag `raw`), as a producer sends it.
+#[must_use]
+pub fn send_request(topic: &str, body: &'static [u8]) -> RemotingCommand {
+    let header = SendMessageRequestHeaderV2 {
+        producer_group: "sluice_it_raw".into(),
+        topic: topic.into(),
+        default_topic: "TBW102".into(),
+        default_topic_queue_nums: 4,
+        queue_id: 0,
+        sys_flag: 0,
+        born_timestamp: 0,
+        flag: 0,
+        properties: Some("TAGS\u{1}raw\u{2}".into()),
+        reconsume_times: Some(0),
+        unit_mode: Some(false),
+        max_reconsume_times: None,
+        batch: Some(false),
+        broker_name: None,
+    };
+    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
+        .with_body(Bytes::from_static(body))
 }

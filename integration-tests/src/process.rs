@@ -59,7 +59,9 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
 
 // ---------------------------------------------------------------- binaries
 
-fn workspace_root() -> PathBuf {
+/// The workspace root (where `deploy/` is).
+#[must_use]
+pub fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("integration-tests sits in the workspace root")
@@ -272,6 +274,61 @@ impl ProcessSpec {
     pub fn readiness(mut self, readiness: Readiness) -> Self {
         self.readiness = readiness;
         self
+    }
+}
+
+/// How a binary expected to exit on its own did.
+#[derive(Debug)]
+pub struct Exited {
+    /// Its exit status (`None`: still running after the timeout, then killed).
+    pub status: Option<ExitStatus>,
+    /// Everything it wrote to stdout.
+    pub stdout: String,
+    /// Everything it wrote to stderr.
+    pub stderr: String,
+    /// From the spawn to the exit (or the kill).
+    pub elapsed: Duration,
+}
+
+impl ProcessSpec {
+    /// Runs it in `dir` until it exits on its own, killing it after `timeout`: for
+    /// starts that must fail.
+    ///
+    /// # Panics
+    /// When it cannot be spawned.
+    #[must_use]
+    pub fn run_to_exit(&self, dir: &Path, timeout: Duration) -> Exited {
+        let stdout_path = dir.join(format!("{}.stdout.log", self.name));
+        let stderr_path = dir.join(format!("{}.stderr.log", self.name));
+        let log = |p: &Path| File::create(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        let started = Instant::now();
+        let mut child = Command::new(&self.program)
+            .args(&self.args)
+            .current_dir(dir)
+            .env("RUST_LOG", "info")
+            .envs(self.envs.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .stdout(log(&stdout_path))
+            .stderr(log(&stderr_path))
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.name));
+        let status = loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                break Some(status);
+            }
+            if started.elapsed() > timeout {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+            thread::sleep(Duration::from_millis(5));
+        };
+        Exited {
+            status,
+            elapsed: started.elapsed(),
+            stdout: fs::read_to_string(&stdout_path).unwrap_or_default(),
+            stderr: fs::read_to_string(&stderr_path).unwrap_or_default(),
+        }
     }
 }
 

@@ -28,14 +28,13 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use integration_tests::java::{JavaTools, Recv, Sent, V4, unique_name};
 use integration_tests::process::{
     HaBrokerProcess, NamesrvProcess, compare_store_files, try_request, wait_until,
 };
 use remoting::protocol::broker::{
     QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
-    SendMessageRequestHeaderV2, UpdateConsumerOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
 };
 use remoting::{RemotingCommand, RequestCode};
 
@@ -149,28 +148,6 @@ fn assert_received_all(recv: &[Recv], sent: &[Sent], out: &str) {
     );
 }
 
-/// A SEND_MESSAGE_V2 of one small message to `topic`, queue 0.
-fn raw_send(topic: &str) -> RemotingCommand {
-    let header = SendMessageRequestHeaderV2 {
-        producer_group: "ha_replication_raw".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: 0,
-        born_timestamp: 0,
-        flag: 0,
-        properties: Some("TAGS\u{1}raw\u{2}".into()),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        max_reconsume_times: None,
-        batch: Some(false),
-        broker_name: None,
-    };
-    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
-        .with_body(Bytes::from_static(b"to the slave"))
-}
-
 #[test]
 fn slave_mirrors_master_refuses_writes_and_serves_reads() {
     let started = Instant::now();
@@ -198,7 +175,11 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
 
     // The slave refuses writes and its log stays as it was.
     let before = p.slave.ha_status().unwrap().max_offset;
-    let answer = try_request(&p.slave.addr(), raw_send(&p.topic)).unwrap();
+    let answer = try_request(
+        &p.slave.addr(),
+        integration_tests::client::send_request(&p.topic, b"to the slave"),
+    )
+    .unwrap();
     assert_eq!(
         answer.code(),
         SERVICE_NOT_AVAILABLE,

@@ -123,12 +123,16 @@ pub fn read_with_backup<T>(
             Ok(bytes) => match parse(&bytes) {
                 Ok(value) => {
                     if candidate != path {
-                        warn!(file = %path.display(), "loaded the .bak copy");
+                        // When neither parses, the error says so: no warning then.
+                        if let Some(why) = &reason {
+                            warn!(file = %path.display(), error = %why, "file does not parse; loaded the .bak copy");
+                        } else {
+                            warn!(file = %path.display(), "file missing; loaded the .bak copy");
+                        }
                     }
                     return Ok(Some(value));
                 }
                 Err(e) => {
-                    warn!(file = %candidate.display(), error = %e, "file does not parse");
                     reason.get_or_insert(e);
                 }
             },

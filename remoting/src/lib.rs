@@ -16,6 +16,7 @@
 //! - [`config_file`]: crash-safe config files (temp, fsync, rename, `.bak`).
 //! - [`settings`]: `-c FILE -o key=value` configuration loading shared by every binary.
 //! - [`net`]: socket options and address parsing.
+//! - [`startup`]: the one-line fatal error every binary exits with.
 #![warn(clippy::pedantic)]
 #![allow(
     clippy::module_name_repetitions,
@@ -40,6 +41,7 @@ pub mod net;
 pub mod protocol;
 pub mod server;
 pub mod settings;
+pub mod startup;
 
 pub use client::RemotingClient;
 pub use code::{RequestCode, ResponseCode};

@@ -118,8 +118,7 @@ fn main() -> ExitCode {
 
 /// A broker that cannot run says why once, on one line, and exits non-zero.
 fn fatal(cause: &str) -> ExitCode {
-    eprintln!("mqbroker: {cause}");
-    ExitCode::FAILURE
+    remoting::startup::fatal("mqbroker", cause)
 }
 
 async fn serve(

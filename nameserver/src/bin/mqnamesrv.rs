@@ -76,8 +76,7 @@ fn main() -> ExitCode {
 
 /// A name server that cannot run says why once, on one line, and exits non-zero.
 fn fatal(cause: &str) -> ExitCode {
-    eprintln!("mqnamesrv: {cause}");
-    ExitCode::FAILURE
+    remoting::startup::fatal("mqnamesrv", cause)
 }
 
 async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> {

@@ -1,0 +1,220 @@
+//! A process that cannot start a part its role needs exits non-zero within a second with
+//! one line naming the cause, and never says "boot success" (nor logs its listening line)
+//! before: `mqbroker` with its HA port, main port or VIP port taken, its store locked by
+//! another broker, its store directory unusable, a config file that cannot be read or
+//! parsed, an unknown role or flush type; `mqnamesrv` with its port taken or a config it
+//! cannot use.
+
+#![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::time::Duration;
+
+use integration_tests::ports;
+use integration_tests::process::{
+    BrokerProcess, Exited, NamesrvProcess, ProcessSpec, TestDir, binary, workspace_root,
+};
+
+/// The bound of the issue: out within a second of the spawn (a debug build on a busy
+/// 2-core machine gets some slack on top for the process start itself).
+const EXIT_WITHIN: Duration = Duration::from_millis(1500);
+/// How long a start that does not fail is given before it is killed.
+const GIVE_UP: Duration = Duration::from_secs(10);
+
+/// A broker spec on `port` (VIP port − 2, HA port + 1) with its store under `dir`.
+fn broker_spec(dir: &Path, port: u16) -> ProcessSpec {
+    ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
+        .arg("-c")
+        .arg(workspace_root().join("deploy").join("broker.toml"))
+        .setting("namesrvAddr", "")
+        .setting("listenPort", port)
+        .setting("haListenPort", port + 1)
+        .setting("bindAddress", "127.0.0.1")
+        .setting("brokerIP1", "127.0.0.1")
+        .setting("storePathRootDir", dir.join("store").display())
+        .setting("mappedFileSizeCommitLog", 1024 * 1024)
+}
+
+/// Asserts the start failed as it must: non-zero, quickly, no readiness said, exactly one
+/// line on stderr, and that line (the only one in either stream) mentions every `needle`.
+fn assert_refused(what: &str, exited: &Exited, needles: &[&str]) {
+    let all = format!("{}{}", exited.stdout, exited.stderr);
+    let status = exited
+        .status
+        .unwrap_or_else(|| panic!("{what}: still running after {GIVE_UP:?}:\n{all}"));
+    assert!(!status.success(), "{what}: exited {status}:\n{all}");
+    assert!(
+        exited.elapsed <= EXIT_WITHIN,
+        "{what}: took {:?} to exit:\n{all}",
+        exited.elapsed
+    );
+    for said in ["boot success", "listening on"] {
+        assert!(!all.contains(said), "{what}: said '{said}':\n{all}");
+    }
+    let lines: Vec<&str> = exited.stderr.lines().filter(|l| !l.is_empty()).collect();
+    assert_eq!(lines.len(), 1, "{what}: stderr is not one line:\n{all}");
+    for needle in needles {
+        assert!(
+            lines[0].contains(needle),
+            "{what}: '{}' does not name '{needle}'",
+            lines[0]
+        );
+        let mentions = all.lines().filter(|l| l.contains(needle)).count();
+        assert_eq!(
+            mentions, 1,
+            "{what}: '{needle}' printed {mentions} times:\n{all}"
+        );
+    }
+}
+
+fn free_run_of_ports() -> (Vec<ports::PortReservation>, u16) {
+    let mut run = ports::reserve_consecutive(4);
+    for p in &mut run {
+        p.release_listener();
+    }
+    let port = run[2].port();
+    (run, port)
+}
+
+#[test]
+fn mqbroker_refuses_to_start_without_a_port_its_role_needs() {
+    for (what, taken, key, role) in [
+        (
+            "HA port taken (SYNC_MASTER)",
+            1i32,
+            "haListenPort",
+            "SYNC_MASTER",
+        ),
+        (
+            "HA port taken (ASYNC_MASTER)",
+            1,
+            "haListenPort",
+            "ASYNC_MASTER",
+        ),
+        ("main port taken", 0, "listenPort", "ASYNC_MASTER"),
+        ("VIP port taken", -2, "fastListenPort", "ASYNC_MASTER"),
+    ] {
+        let dir = TestDir::new("start-port");
+        let (_run, port) = free_run_of_ports();
+        let busy = u16::try_from(i32::from(port) + taken).unwrap();
+        let holder = TcpListener::bind(("127.0.0.1", busy)).unwrap();
+        let exited = broker_spec(dir.path(), port)
+            .setting("brokerRole", role)
+            .run_to_exit(dir.path(), GIVE_UP);
+        drop(holder);
+        assert_refused(what, &exited, &[&format!("127.0.0.1:{busy}"), key]);
+    }
+}
+
+#[test]
+fn a_second_broker_on_a_locked_store_exits_naming_the_lock_and_its_holder() {
+    let ns = NamesrvProcess::start();
+    let mut first = BrokerProcess::start(&ns.addr());
+    let store = first.store_dir();
+    let holder = first.process().pid().unwrap();
+    let dir = TestDir::new("start-locked");
+    let (_run, port) = free_run_of_ports();
+    let exited = broker_spec(dir.path(), port)
+        .setting("storePathRootDir", store.display())
+        .run_to_exit(dir.path(), GIVE_UP);
+    let lock = store.join("lock");
+    assert_refused(
+        "store locked",
+        &exited,
+        &[&lock.display().to_string(), &format!("pid {holder}")],
+    );
+    // The first broker is untouched: still serving, still holding its lock.
+    assert!(first.process().is_running());
+    assert_eq!(
+        std::fs::read_to_string(&lock).unwrap().trim(),
+        holder.to_string()
+    );
+}
+
+#[test]
+fn mqbroker_refuses_settings_it_cannot_use() {
+    let dir = TestDir::new("start-settings");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "not a directory").unwrap();
+    let garbled = dir.path().join("garbled.toml");
+    std::fs::write(&garbled, "listenPort = = 10911\n[broken\n").unwrap();
+    let missing = dir.path().join("missing.conf");
+    let (_run, port) = free_run_of_ports();
+    let spec = || broker_spec(dir.path(), port);
+    let cases = [
+        (
+            "unknown role",
+            spec().setting("brokerRole", "MASTERX"),
+            "brokerRole = 'MASTERX'".to_owned(),
+        ),
+        (
+            "unknown flush type",
+            spec().setting("flushDiskType", "SOMETIMES"),
+            "flushDiskType = 'SOMETIMES'".to_owned(),
+        ),
+        (
+            "store dir not writable",
+            spec().setting("storePathRootDir", file.join("store").display()),
+            "a-file/store".to_owned(),
+        ),
+        (
+            "unreadable config",
+            spec().arg("-c").arg(&missing),
+            "missing.conf".to_owned(),
+        ),
+        (
+            "garbled config",
+            spec().arg("-c").arg(&garbled),
+            "garbled.toml".to_owned(),
+        ),
+    ];
+    for (what, spec, needle) in cases {
+        let exited = spec.run_to_exit(dir.path(), GIVE_UP);
+        assert_refused(what, &exited, &[&needle]);
+    }
+}
+
+#[test]
+fn mqnamesrv_refuses_to_start_without_its_port_or_config() {
+    let dir = TestDir::new("start-namesrv");
+    let garbled = dir.path().join("garbled.toml");
+    std::fs::write(&garbled, "listenPort = = 9876\n").unwrap();
+    let kv = dir.path().join("kv.json");
+    std::fs::write(&kv, "{ not json").unwrap();
+    let held = TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = held.local_addr().unwrap().port();
+    let spec = |port: u16| {
+        ProcessSpec::new("mqnamesrv", binary("nameserver", "mqnamesrv"))
+            .setting("listenPort", port)
+            .setting("bindAddress", "127.0.0.1")
+            .setting("kvConfigPath", dir.path().join("ok-kv.json").display())
+    };
+    let cases = [
+        (
+            "port taken",
+            spec(busy),
+            vec![format!("127.0.0.1:{busy}"), "listenPort".into()],
+        ),
+        (
+            "garbled config",
+            spec(0).arg("-c").arg(&garbled),
+            vec!["garbled.toml".into()],
+        ),
+        (
+            "garbled kvConfig",
+            spec(0).setting("kvConfigPath", kv.display()),
+            vec![kv.display().to_string()],
+        ),
+        (
+            "bad setting",
+            spec(0).setting("listenPort", "port"),
+            vec!["listenPort = 'port'".into()],
+        ),
+    ];
+    for (what, spec, needles) in cases {
+        let exited = spec.run_to_exit(dir.path(), GIVE_UP);
+        let needles: Vec<&str> = needles.iter().map(String::as_str).collect();
+        assert_refused(what, &exited, &needles);
+    }
+}
