@@ -357,7 +357,9 @@ impl ScheduleService {
                 Delivery::Put(append.end_offset())
             }
             None => {
-                error!(status = %result.status, topic, "cannot deliver a delayed message; will retry");
+                log_limit::limited!(
+                    error!(status = %result.status, topic, "cannot deliver a delayed message; will retry")
+                );
                 Delivery::Failed
             }
         }

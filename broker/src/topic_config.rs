@@ -16,7 +16,7 @@ use remoting::fastjson::{self, KeyStyle};
 use remoting::protocol::constants::{perm, system};
 use remoting::protocol::topic::{DataVersion, TopicConfig, TopicConfigSerializeWrapper};
 use tokio::sync::Notify;
-use tracing::{error, info, warn};
+use tracing::{error, info};
 
 use crate::config::BrokerConfig;
 use crate::persist;
@@ -256,10 +256,10 @@ impl TopicConfigManager {
                 return (Some(existing.clone()), false);
             }
             let Some(template) = table.topic_config_table.get(default_topic).cloned() else {
-                warn!(
+                log_limit::limited!(warn!(
                     topic,
                     default_topic, remote, "create topic: the default topic does not exist"
-                );
+                ));
                 return (None, false);
             };
             let mut template_perm = template.perm;
@@ -267,13 +267,13 @@ impl TopicConfigManager {
                 template_perm = perm::READ | perm::WRITE;
             }
             if !perm::is_inherited(template_perm) {
-                warn!(
+                log_limit::limited!(warn!(
                     topic,
                     default_topic,
                     perm = template_perm,
                     remote,
                     "create topic: the default topic cannot be inherited"
-                );
+                ));
                 return (None, false);
             }
             let queues = client_default_queue_nums

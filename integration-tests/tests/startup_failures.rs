@@ -115,8 +115,10 @@ fn a_second_broker_on_a_locked_store_exits_naming_the_lock_and_its_holder() {
     let holder = first.process().pid().unwrap();
     let dir = TestDir::new("start-locked");
     let (_run, port) = free_run_of_ports();
+    // The first broker's settings (BrokerProcess's file size): only the lock may refuse it.
     let exited = broker_spec(dir.path(), port)
         .setting("storePathRootDir", store.display())
+        .setting("mappedFileSizeCommitLog", 16 * 1024 * 1024)
         .run_to_exit(dir.path(), GIVE_UP);
     let lock = store.join("lock");
     assert_refused(

@@ -231,7 +231,7 @@ impl NamesrvProcessor {
             )),
         };
         result.unwrap_or_else(|e| {
-            warn!(code, peer = %origin.peer, error = %e, "request refused");
+            log_limit::limited!(warn!(code, peer = %origin.peer, error = %e, "request refused"));
             response(ResponseCode::SystemError, e.to_string())
         })
     }
@@ -308,7 +308,9 @@ impl NamesrvProcessor {
                 java_crc32(&body)
             };
             if crc != expected_crc {
-                warn!(peer = %origin.peer, broker = %h.broker_addr, expected_crc, crc, "register broker: crc32 not match");
+                log_limit::limited!(
+                    warn!(peer = %origin.peer, broker = %h.broker_addr, expected_crc, crc, "register broker: crc32 not match")
+                );
                 return Ok(response(ResponseCode::SystemError, "crc32 not match"));
             }
         }
@@ -350,7 +352,9 @@ impl NamesrvProcessor {
         let result = match self.routes.write().register_broker(registration, now) {
             Ok(result) => result,
             Err(e) => {
-                warn!(peer = %origin.peer, error = %e, "register broker refused");
+                log_limit::limited!(
+                    warn!(peer = %origin.peer, error = %e, "register broker refused")
+                );
                 return Ok(response(
                     ResponseCode::SystemError,
                     "register broker failed",
@@ -482,7 +486,7 @@ impl NamesrvProcessor {
         };
         let wait_ms = i64::try_from(wait_secs.saturating_mul(1000)).unwrap_or(i64::MAX);
         if need_wait && self.clock.now_millis().saturating_sub(self.started_at) < wait_ms {
-            warn!(code = request.code(), "name server not ready");
+            log_limit::limited!(warn!(code = request.code(), "name server not ready"));
             return Ok(response(ResponseCode::SystemError, "name server not ready"));
         }
         let route = self.routes.read().pickup_topic_route_data(&h.topic);
@@ -575,7 +579,7 @@ impl NamesrvProcessor {
         let mut config = self.config.write();
         let black_list = config.black_list();
         if let Some(key) = updates.keys().find(|k| black_list.iter().any(|b| b == *k)) {
-            warn!(key, "refusing to update a black-listed config key");
+            log_limit::limited!(warn!(key, "refusing to update a black-listed config key"));
             return response(
                 ResponseCode::NoPermission,
                 "Can not update config in black list.",

@@ -670,7 +670,9 @@ impl RouteInfoManager {
             .iter()
             .find(|qd| !self.broker_addr_table.contains_key(&qd.broker_name))
         {
-            warn!(topic, broker_name = %bad.broker_name, "register topic names an unknown broker, ignored");
+            log_limit::limited!(
+                warn!(topic, broker_name = %bad.broker_name, "register topic names an unknown broker, ignored")
+            );
             return false;
         }
         let table = self.topic_queue_table.entry(topic.to_owned()).or_default();

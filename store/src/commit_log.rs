@@ -317,7 +317,10 @@ impl CommitLog {
                 None => self.shared.queue.last().map_or(0, |l| l.from() + size),
             };
             let file = self.shared.allocator.take(next).map_err(|e| {
-                error!(from = next, error = %e, "cannot roll to the next commit log file");
+                // Every put tries again while the disk is full: one line per interval.
+                log_limit::limited!(
+                    error!(from = next, error = %e, "cannot roll to the next commit log file")
+                );
                 PutMessageStatus::CreateMappedFileFailed
             })?;
             self.shared.queue.push(file.clone());

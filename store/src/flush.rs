@@ -523,7 +523,9 @@ impl Allocator {
                         "prepared commit log file"
                     );
                 }
-                Err(e) => error!(from, error = %e, "cannot create commit log file"),
+                Err(e) => {
+                    log_limit::limited!(error!(from, error = %e, "cannot create commit log file"));
+                }
             }
             let mut st = self.state.lock();
             st.busy = None;

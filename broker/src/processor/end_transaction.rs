@@ -19,7 +19,7 @@ use remoting::server::Reply;
 use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::record::{self, Record, StoredMessage, sys_flag};
 use store::{PhyOffset, PutMessageStatus, PutResult};
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info};
 
 use super::{Refusal, success};
 use crate::broker::Broker;
@@ -33,7 +33,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         Err(e) => return Reply::Now(Refusal::from(e).into_response()),
     };
     if !broker.role().is_master() {
-        warn!("end transaction on a slave is forbidden");
+        log_limit::limited!(warn!("end transaction on a slave is forbidden"));
         return Reply::Now(RemotingCommand::response(
             ResponseCode::SlaveNotAvailable,
             None,
@@ -144,7 +144,9 @@ fn write_op(broker: &Broker, half: &StoredMessage<'_>) -> Option<PhyOffset> {
     );
     let result = broker.store.put_message(&op);
     if !result.status.is_ok() {
-        error!(status = %result.status, half_offset = half.queue_offset, "cannot write the transaction op record");
+        log_limit::limited!(
+            error!(status = %result.status, half_offset = half.queue_offset, "cannot write the transaction op record")
+        );
     }
     result.append.map(|a| a.end_offset())
 }
@@ -193,7 +195,9 @@ pub fn resume_check_half_message(broker: &Broker, request: &RemotingCommand) -> 
         if status.is_ok() {
             success()
         } else {
-            error!(%status, "a message put back into the half queue is not durable");
+            log_limit::limited!(
+                error!(%status, "a message put back into the half queue is not durable")
+            );
             Refusal::system("Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.").into_response()
         }
     };
@@ -227,7 +231,9 @@ fn resume(broker: &Broker, request: &RemotingCommand) -> Result<PutResult, Refus
     let result = broker.store.put_message(&half);
     broker.stats.record_put(&half.topic, &result);
     if !result.status.is_ok() {
-        error!(status = %result.status, "cannot put a message back into the half queue");
+        log_limit::limited!(
+            error!(status = %result.status, "cannot put a message back into the half queue")
+        );
         return Err(Refusal::system(
             "Put message back to RMQ_SYS_TRANS_HALF_TOPIC failed.",
         ));

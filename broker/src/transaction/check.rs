@@ -452,7 +452,7 @@ impl<'a> QueueCheck<'a> {
         match result.append {
             Some(append) if status.is_ok() => Some(append),
             _ => {
-                error!(%status, "cannot store {what}; trying next round");
+                log_limit::limited!(error!(%status, "cannot store {what}; trying next round"));
                 None
             }
         }

@@ -1,0 +1,66 @@
+//! What a client can make a broker log is bounded: repeated errors are written once, then
+//! at most once per interval with a count (`suppressed=N`), never once per request.
+//!
+//! `a_full_disk_does_not_flood_the_log`: `mqbroker` runs under a file-size limit
+//! (`ulimit -f`, SIGXFSZ ignored) below the size of one CommitLog file, so no CommitLog
+//! file can be created — a full disk as the put path sees it. 2 000 sends are all refused
+//! (not one acknowledged), and the broker writes a handful of ERROR lines for them, not
+//! one per send (it wrote ~690 a second before the limit).
+
+#![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
+
+use std::time::Instant;
+
+use integration_tests::client::{SyncClient, send_request};
+use integration_tests::process::{ChildProcess, ProcessSpec, TestDir, binary, workspace_root};
+
+const SENDS: usize = 2_000;
+
+#[test]
+fn a_full_disk_does_not_flood_the_log() {
+    let dir = TestDir::new("log-flood");
+    let ports = integration_tests::ports::reserve_consecutive(4);
+    let port = ports[2].port();
+    // 4 MiB CommitLog files; files may grow to 1 MiB (1024-byte blocks: bash, dash).
+    let spec = ProcessSpec::new("mqbroker", "sh")
+        .arg("-c")
+        .arg("trap '' XFSZ; ulimit -f 1024; exec \"$0\" \"$@\"")
+        .arg(binary("broker", "mqbroker"))
+        .arg("-c")
+        .arg(workspace_root().join("deploy").join("broker.toml"))
+        .setting("namesrvAddr", "")
+        .setting("listenPort", port)
+        .setting("haListenPort", port + 1)
+        .setting("bindAddress", "127.0.0.1")
+        .setting("brokerIP1", "127.0.0.1")
+        .setting("storePathRootDir", dir.path().join("store").display())
+        .setting("mappedFileSizeCommitLog", 4 * 1024 * 1024);
+    let mut broker = ChildProcess::start(spec, dir, ports);
+    let addr = broker.listening_addr().unwrap().to_string();
+    let client = SyncClient::new();
+    let started = Instant::now();
+    let mut acked = 0;
+    for _ in 0..SENDS {
+        if client.invoke(&addr, send_request("Flood", b"x")).code() == 0 {
+            acked += 1;
+        }
+    }
+    let took = started.elapsed();
+    assert_eq!(
+        acked, 0,
+        "a send was acknowledged with no CommitLog file to hold it"
+    );
+    let log = format!("{}\n{}", broker.stdout(), broker.stderr());
+    let errors: Vec<&str> = log.lines().filter(|l| l.contains("ERROR")).collect();
+    eprintln!(
+        "{SENDS} refused sends in {took:?}: {} ERROR lines:\n{}",
+        errors.len(),
+        errors.join("\n")
+    );
+    assert!(
+        errors.len() <= 6,
+        "{} ERROR lines for {SENDS} refused sends in {took:?}",
+        errors.len()
+    );
+    assert!(broker.is_running(), "the broker died");
+}
