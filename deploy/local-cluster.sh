@@ -222,13 +222,14 @@ find_roles() {
   [[ -n "$master" && -n "$slave" ]] || die "cannot tell master and slave apart (is the cluster up? '$0 status')"
 }
 
-# Waits until the slave follows the master and holds everything the master has.
+# Waits until the slave follows the master and holds everything the master had when
+# the wait began (producers may go on writing meanwhile).
 wait_replicating() {
   local waited=0 m s
+  m=$(ha_field "${port_of[$master]}" maxOffset)
   while :; do
-    m=$(ha_field "${port_of[$master]}" maxOffset)
     s=$(ha_field "${port_of[$slave]}" maxOffset)
-    if [[ "$(ha_field "${port_of[$slave]}" connected)" == true && -n "$m" && "$m" == "$s" ]]; then
+    if [[ "$(ha_field "${port_of[$slave]}" connected)" == true && -n "$m" && -n "$s" ]] && ((s >= m)); then
       echo "$slave follows $master, caught up at offset $m"
       return
     fi
@@ -314,17 +315,32 @@ status() {
   return $((down * 3))
 }
 
-switch() { # promotes the current slave and makes the old master its slave
+# Promotes the current slave and makes the old master its slave, keeping the pair's
+# replication mode. A SYNC_MASTER acknowledges a send only once a slave holds it, so a
+# slave promoted straight to SYNC_MASTER answers every send SLAVE_NOT_AVAILABLE until the
+# old master has rejoined as its slave: producers see an outage. The safe sequence:
+#   1. promote the slave as ASYNC_MASTER (it acknowledges at once; nothing to wait for),
+#   2. demote the old master to its slave (it cuts what the new master does not have),
+#   3. wait until that slave has caught up,
+#   4. switch the new master to SYNC_MASTER: from here on every SEND_OK is replicated.
+# Between 1 and 4 an acknowledged message is held by one broker only, for as long as the
+# catch-up takes (milliseconds here).
+switch() {
   find_roles
-  local old_master=$master old_slave=$slave
-  say "switching $old_slave (127.0.0.1:${port_of[$old_slave]}) to master"
-  mqadmin switchRole -n "$ns" -b "127.0.0.1:${port_of[$old_slave]}" -r MASTER
+  local old_master=$master old_slave=$slave mode
+  mode=$(ha_field "${port_of[$old_master]}" role)
+  say "switching $old_slave (127.0.0.1:${port_of[$old_slave]}) to master (ASYNC_MASTER until its slave has caught up)"
+  mqadmin switchRole -n "$ns" -b "127.0.0.1:${port_of[$old_slave]}" -r MASTER -t ASYNC_MASTER
   say "switching $old_master (127.0.0.1:${port_of[$old_master]}) to slave of $old_slave"
   mqadmin switchRole -n "$ns" -b "127.0.0.1:${port_of[$old_master]}" -r SLAVE \
     -m "127.0.0.1:${port_of[$old_slave]}"
   find_roles
   [[ "$master" == "$old_slave" ]] || die "$old_slave did not become master"
   wait_replicating
+  if [[ "$mode" == SYNC_MASTER ]]; then
+    say "$old_master has caught up: $old_slave becomes SYNC_MASTER, as the pair was"
+    mqadmin switchRole -n "$ns" -b "127.0.0.1:${port_of[$old_slave]}" -r MASTER -t SYNC_MASTER
+  fi
   say "a message through the new master"
   round_trip
   wait_replicating

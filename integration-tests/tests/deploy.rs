@@ -25,6 +25,7 @@ use std::process::{Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use integration_tests::client::{SyncClient, send_request};
 use integration_tests::ports::{self, PortReservation};
 use integration_tests::process::{ChildProcess, NamesrvProcess, ProcessSpec, TestDir, binary};
 
@@ -618,9 +619,46 @@ fn local_cluster_script_up_status_drill_down() {
         "{rows:?}"
     );
 
-    // drill: the slave is master (SYNC_MASTER: masterRoleOnSwitch of its config), the old
-    // master follows it; the output shows the cluster before and after.
-    let drill = assert_ok(&lc.run(&["drill"]), "local-cluster.sh drill");
+    // drill: the slave is master (SYNC_MASTER, as the pair was), the old master follows
+    // it; the output shows the cluster before and after. The safe sequence: a producer
+    // sending to the slave all along is refused while it is a slave, then acknowledged,
+    // and never answered SLAVE_NOT_AVAILABLE (a slave promoted straight to SYNC_MASTER
+    // answers that until the old master has rejoined).
+    let answers = {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        thread::scope(|scope| {
+            let sender = scope.spawn(|| {
+                let client = SyncClient::new();
+                let mut codes = Vec::new();
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    let r = client.invoke(&slave, send_request("LocalClusterTopic", b"drill"));
+                    codes.push(r.code());
+                    // 200 a second: enough to see an outage of a few ms, little load.
+                    thread::sleep(Duration::from_millis(5));
+                }
+                codes
+            });
+            let drill = assert_ok(&lc.run(&["drill"]), "local-cluster.sh drill");
+            stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            (drill, sender.join().unwrap())
+        })
+    };
+    let (drill, codes) = answers;
+    let acked = codes.iter().filter(|c| **c == 0).count();
+    let not_available = codes.iter().filter(|c| **c == 11).count();
+    eprintln!(
+        "drill: {} sends to the promoted slave, {acked} acknowledged, {not_available} SLAVE_NOT_AVAILABLE",
+        codes.len()
+    );
+    assert!(
+        acked > 0,
+        "the promoted slave acknowledged nothing: {codes:?}"
+    );
+    assert_eq!(not_available, 0, "producers saw an outage: {codes:?}");
+    assert!(
+        drill.contains("becomes SYNC_MASTER, as the pair was"),
+        "{drill}"
+    );
     assert!(
         drill.contains("== before") && drill.contains("== after"),
         "{drill}"
@@ -699,6 +737,23 @@ fn local_cluster_script_up_status_drill_down() {
     assert!(promoted, "{back}");
     assert_eq!(field(&lc.role(lc.slave_port), "role"), "SYNC_MASTER");
     assert_eq!(field(&lc.role(lc.master_port), "role"), "SLAVE");
+
+    // `mqadmin switchRole --help` tells an operator the same.
+    let help = Command::new(lc.bin_dir.join("mqadmin"))
+        .args(["switchRole", "--help"])
+        .output()
+        .unwrap();
+    let help = assert_ok(&help, "mqadmin switchRole --help");
+    for said in [
+        "answers every send SLAVE_NOT_AVAILABLE",
+        "switchRole -b SLAVE_ADDR -r MASTER -t ASYNC_MASTER",
+        "switchRole -b SLAVE_ADDR -r MASTER -t SYNC_MASTER",
+    ] {
+        assert!(
+            help.contains(said),
+            "switchRole --help does not say '{said}':\n{help}"
+        );
+    }
 
     // down: everything stopped, ports free, status says so.
     let down = assert_ok(&lc.run(&["down"]), "local-cluster.sh down");

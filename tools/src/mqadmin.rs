@@ -135,7 +135,7 @@ pub enum Command {
     #[command(name = "consumeMessage")]
     ConsumeMessage(message::ConsumeMessage),
     /// Switch a broker between master and slave (sluice failover drills)
-    #[command(name = "switchRole")]
+    #[command(name = "switchRole", long_about = ha::SWITCH_ROLE_HELP)]
     SwitchRole(ha::SwitchRole),
     /// Show a broker's role, log end, promotion point and replication state (sluice)
     #[command(name = "haStatus")]

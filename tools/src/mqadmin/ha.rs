@@ -12,6 +12,40 @@ use crate::error::{Result, ToolsError};
 /// A switch waits for dispatch to catch up and for re-registration.
 const SWITCH_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// What `switchRole --help` says: what each target role means for producers during a
+/// drill, and the sequence that keeps a SYNC_MASTER pair writable throughout.
+pub const SWITCH_ROLE_HELP: &str = "\
+Switch a broker between master and slave (sluice failover drills).
+
+-r MASTER promotes a slave: it stops replicating, cuts a partial last record, takes
+writes and registers as brokerId 0. What producers get from it depends on the role it
+takes (-t; default: the role it was started with if that was a master, else its
+masterRoleOnSwitch):
+  SYNC_MASTER   SEND_OK only once a slave holds the message. Promoted with no slave, it
+                answers every send SLAVE_NOT_AVAILABLE (stored on this broker only)
+                until a slave has joined: producers see an outage.
+  ASYNC_MASTER  SEND_OK once this broker holds the message; a slave catches up when it
+                joins. No outage, but until then an acknowledged message exists once.
+On a master, -r MASTER -t SYNC_MASTER|ASYNC_MASTER changes the replication mode only.
+
+-r SLAVE -m NEW_MASTER demotes a master: it stops taking writes, cuts what NEW_MASTER
+does not have (never a message a SYNC_MASTER acknowledged with SEND_OK: its slave held
+it before it was promoted) and follows NEW_MASTER.
+
+The safe switchover of a SYNC_MASTER pair (no outage; a single copy only while the old
+master catches up):
+  1. switchRole -b SLAVE_ADDR -r MASTER -t ASYNC_MASTER
+  2. switchRole -b OLD_MASTER_ADDR -r SLAVE -m SLAVE_ADDR
+  3. haStatus -b OLD_MASTER_ADDR until connected and maxOffset equals the new master's
+  4. switchRole -b SLAVE_ADDR -r MASTER -t SYNC_MASTER
+(deploy/local-cluster.sh drill runs exactly this.) After the master crashed: step 1,
+then restart the old master as a slave (brokerRole=SLAVE; it cuts what the new master
+does not have and follows it), then steps 3 and 4. Promoting with -t SYNC_MASTER instead
+refuses every write until the old master is back as a slave.
+
+A switch that cannot complete (its HA port taken, say) fails, exits non-zero and leaves
+the broker as it was.";
+
 /// `switchRole -b ADDR -r MASTER|SLAVE [-m NEW_MASTER_ADDR]`.
 #[derive(Debug, Args)]
 pub struct SwitchRole {
@@ -30,7 +64,9 @@ pub struct SwitchRole {
     /// For SLAVE: the new master's HA address, if not asked from the master itself.
     #[arg(long = "haMasterAddress")]
     pub ha_master_address: Option<String>,
-    /// For MASTER: SYNC_MASTER or ASYNC_MASTER (default: the broker's configured one).
+    /// For MASTER: SYNC_MASTER (SEND_OK only once a slave holds it: with no slave, every
+    /// send is answered SLAVE_NOT_AVAILABLE) or ASYNC_MASTER (SEND_OK at once). Default:
+    /// its start role if a master, else its masterRoleOnSwitch.
     #[arg(short = 't', long = "brokerRole")]
     pub broker_role: Option<String>,
     /// For SLAVE: the slave's broker id (default: its current one, or 1).
