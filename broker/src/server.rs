@@ -287,8 +287,11 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
             // A new master is checked for divergence first.
             if follows_name_server {
                 if let (Some(master), Some(ha_addr)) = (&reg.master_addr, &reg.ha_server_addr) {
-                    if following.as_deref() != Some(master.as_str()) {
-                        crate::processor::role::follow(&broker, master, ha_addr).await;
+                    // Not followed (unreachable, or a tail it cannot cut): asked again at
+                    // the next registration.
+                    if following.as_deref() != Some(master.as_str())
+                        && crate::processor::role::follow(&broker, master, ha_addr).await
+                    {
                         following = Some(master.clone());
                         // Copy the new master's tables now, not a SYNC_INTERVAL later: a
                         // slave must know its topics before it serves them (RocketMQ 4.9's

@@ -268,6 +268,17 @@ const RUNTIME_KEYS: &[&str] = &[
     "waitTimeMillsInSendQueue",
 ];
 
+/// Replaces the live settings with `updated`, read from a copy of them, except the role
+/// and id: those belong to role switches, which may have run since the copy was made (a
+/// stale role written back would undo a switch half way: a writable store under a slave's
+/// role, or a master registered as a slave).
+fn apply_update(live: &mut BrokerConfig, updated: BrokerConfig) {
+    let (role, id) = (live.broker_role, live.broker_id);
+    *live = updated;
+    live.broker_role = role;
+    live.broker_id = id;
+}
+
 /// UPDATE_BROKER_CONFIG (25): body is properties text. Black-listed keys are refused
 /// with NO_PERMISSION; keys that only take effect at start are refused with a remark
 /// saying so (RocketMQ accepts them silently and ignores them until a restart).
@@ -311,7 +322,7 @@ pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handl
     let permission_changed = updated.broker_permission != broker.config().broker_permission;
     let namesrv_changed = updated.namesrv_addr != broker.config().namesrv_addr;
     let addrs = updated.namesrv_addrs();
-    broker.update_config(|c| *c = updated);
+    broker.update_config(|c| apply_update(c, updated));
     if namesrv_changed {
         broker.namesrv.set_addrs(addrs);
     }
@@ -479,4 +490,29 @@ pub fn call_consumer(broker: &Broker, request: &RemotingCommand) -> Reply {
 #[must_use]
 pub fn readable(broker: &Broker) -> bool {
     perm::is_readable(broker.config().broker_permission)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::BrokerRole;
+
+    #[test]
+    fn a_config_update_keeps_the_role_a_switch_set_meanwhile() {
+        let stale = BrokerConfig {
+            broker_role: BrokerRole::SLAVE,
+            broker_id: 1,
+            auto_create_topic_enable: false,
+            ..BrokerConfig::default()
+        };
+        let mut live = BrokerConfig {
+            broker_role: BrokerRole::SYNC_MASTER,
+            broker_id: 0,
+            ..BrokerConfig::default()
+        };
+        apply_update(&mut live, stale);
+        assert_eq!(live.broker_role, BrokerRole::SYNC_MASTER);
+        assert_eq!(live.broker_id, 0);
+        assert!(!live.auto_create_topic_enable, "the update itself applies");
+    }
 }

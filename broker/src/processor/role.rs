@@ -20,7 +20,7 @@ use remoting::server::Reply;
 use remoting::{RemotingClient, RemotingCommand, RequestCode, ResponseCode, fastjson};
 use serde::{Deserialize, Serialize};
 use store::PhyOffset;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::{Refusal, success};
 use crate::broker::Broker;
@@ -369,16 +369,23 @@ async fn register(broker: &Broker) {
 /// past the master's promotion point — bytes there never came from this master — then
 /// point the HA client at it. Called when a slave learns a (new) master from the name
 /// server, e.g. an old master restarted as the slave of its successor.
-pub async fn follow(broker: &Arc<Broker>, master: &str, ha_addr: &str) {
+///
+/// Returns whether the HA client now follows it. It does not when the master cannot be
+/// asked (unreachable: asked again at the next registration) or the divergent tail
+/// cannot be cut: following with it would append the master's bytes after bytes the
+/// master never had. A master that answers but does not know SLUICE_HA_STATUS (an Apache
+/// broker) has no promotion point to cut to; it is followed as it is.
+pub async fn follow(broker: &Arc<Broker>, master: &str, ha_addr: &str) -> bool {
     let _guard = broker.switch_lock.lock().await;
     if broker.role().is_master() {
-        return;
+        return false;
     }
-    let (point, epoch) = match fetch_status(master).await {
-        Ok(status) => (status.promoted_at_offset, status.promotion_epoch),
+    let (point, epoch) = match ask_status(master).await {
+        Ok(Some(status)) => (status.promoted_at_offset, status.promotion_epoch),
+        Ok(None) => (None, None),
         Err(e) => {
-            warn!(master, error = %e.remark, "cannot ask the master for its promotion point");
-            (None, None)
+            warn!(master, error = %e.remark, "cannot ask the master for its promotion point; not following it yet");
+            return false;
         }
     };
     let own_end = broker.store.commit_log().max_offset().0;
@@ -391,16 +398,21 @@ pub async fn follow(broker: &Arc<Broker>, master: &str, ha_addr: &str) {
         );
         broker.replication.stop();
         let store = Arc::clone(&broker.store);
-        match tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point))).await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => warn!(error = %e, "cannot cut the divergent tail; not following"),
-            Err(e) => warn!(error = %e, "cut task failed; not following"),
+        let cut = tokio::task::spawn_blocking(move || store.truncate_dirty(PhyOffset(point)))
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
+        if let Err(e) = cut {
+            error!(error = %e, "cannot cut the divergent tail; not following the new master");
+            return false;
         }
     }
     broker.replication.set_followed_epoch(epoch);
     if let Err(e) = broker.replication.start_slave(Some(ha_addr.to_owned())) {
-        warn!(error = %e, "cannot start the HA client");
+        error!(error = %e, "cannot start the HA client");
+        return false;
     }
+    true
 }
 
 fn result(broker: &Broker, truncated_to: Option<u64>, changed: bool) -> SwitchResult {
@@ -419,6 +431,19 @@ fn result(broker: &Broker, truncated_to: Option<u64>, changed: bool) -> SwitchRe
 /// # Errors
 /// The broker cannot be reached or answers with an error.
 pub async fn fetch_status(addr: &str) -> Result<HaStatusBody, Refusal> {
+    ask_status(addr).await?.ok_or_else(|| {
+        Refusal::system(format!(
+            "the new master {addr} does not answer SLUICE_HA_STATUS (not a sluice broker?)"
+        ))
+    })
+}
+
+/// SLUICE_HA_STATUS of another broker; `None` when it answers that it does not know the
+/// request (an Apache RocketMQ broker).
+///
+/// # Errors
+/// The broker cannot be reached, refuses otherwise, or answers something unreadable.
+async fn ask_status(addr: &str) -> Result<Option<HaStatusBody>, Refusal> {
     let client = RemotingClient::default();
     let response = client
         .invoke(
@@ -429,11 +454,14 @@ pub async fn fetch_status(addr: &str) -> Result<HaStatusBody, Refusal> {
         .await
         .map_err(|e| Refusal::system(format!("cannot reach the new master {addr}: {e}")))?;
     client.close_all();
+    if response.code() == ResponseCode::RequestCodeNotSupported.code() {
+        return Ok(None);
+    }
     if response.code() != ResponseCode::Success.code() {
         return Err(Refusal::system(format!(
             "the new master {addr} refused SLUICE_HA_STATUS: {:?}",
             response.remark()
         )));
     }
-    Ok(fastjson::from_slice(&response.body.to_bytes())?)
+    Ok(Some(fastjson::from_slice(&response.body.to_bytes())?))
 }
