@@ -245,31 +245,54 @@ impl Default for StoreConfig {
     }
 }
 
-/// Parses `messageDelayLevel` into delays in ms, level 1 first.
+/// Parses `messageDelayLevel` into the delay of each level in ms, level 1 first: the
+/// one parser of this key (the store's dispatch computes deliver times with it, the
+/// broker's schedule service delivers with it).
+///
+/// Entries are separated by whitespace; each is a decimal number followed by a unit
+/// `s`, `m`, `h` or `d`. Every delay is in `0..=i64::MAX` ms, so callers add it to a
+/// timestamp with saturating arithmetic only.
 ///
 /// # Errors
-/// An entry that is not a number followed by `s`, `m`, `h` or `d`.
+/// An entry without a known unit or without a number before it, a delay that does
+/// not fit in `i64` ms, or no entry at all.
 pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, ConfigError> {
-    let bad = |reason| ConfigError::Invalid {
+    let bad = |entry: &str, reason| ConfigError::InvalidEntry {
         key: "messageDelayLevel",
         value: s.to_owned(),
+        entry: entry.to_owned(),
         reason,
     };
-    s.split(' ')
-        .filter(|v| !v.is_empty())
-        .map(|v| {
-            let (num, unit) = v.split_at(v.len() - 1);
-            let unit_ms: i64 = match unit {
+    let levels = s
+        .split_whitespace()
+        .map(|entry| {
+            // The unit is the last char, not the last byte: an operator's typo may be
+            // any character.
+            let unit_at = entry.char_indices().last().map_or(0, |(i, _)| i);
+            let (num, unit) = entry.split_at(unit_at);
+            let unit_ms: u64 = match unit {
                 "s" => 1_000,
                 "m" => 60_000,
                 "h" => 3_600_000,
                 "d" => 86_400_000,
-                _ => return Err(bad("each level needs a unit s, m, h or d")),
+                _ => return Err(bad(entry, "needs a unit s, m, h or d")),
             };
-            let n: i64 = num.parse().map_err(|_| bad("a level is not a number"))?;
-            n.checked_mul(unit_ms).ok_or(bad("a level is too long"))
+            let n: u64 = num
+                .parse()
+                .map_err(|_| bad(entry, "needs a whole number before the unit"))?;
+            n.checked_mul(unit_ms)
+                .and_then(|ms| i64::try_from(ms).ok())
+                .ok_or_else(|| bad(entry, "is too long"))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if levels.is_empty() {
+        return Err(ConfigError::Invalid {
+            key: "messageDelayLevel",
+            value: s.to_owned(),
+            reason: "names no delay level",
+        });
+    }
+    Ok(levels)
 }
 
 /// Parses `deleteWhen` (`"04"`, `"04;10"`) into hours; unparsable entries are skipped,
@@ -544,10 +567,34 @@ mod tests {
                 .len(),
             18
         );
-        assert!(parse_delay_levels("s").is_err());
+        for bad in ["", " ", "1", "1x", "s", "-1s", "1.5s", "+s"] {
+            assert!(parse_delay_levels(bad).is_err(), "{bad}");
+        }
+        // Tabs and repeated blanks separate entries too.
+        assert_eq!(parse_delay_levels(" 1s\t 2s ").unwrap(), vec![1_000, 2_000]);
         assert_eq!(parse_delete_when("04"), vec![4]);
         assert_eq!(parse_delete_when("04;10; 23"), vec![4, 10, 23]);
         assert!(parse_delete_when("x").is_empty());
+    }
+
+    #[test]
+    fn delay_level_with_multibyte_unit_is_an_error() {
+        // Slicing off the last byte of "1é" cut inside the 'é' and panicked.
+        let e = parse_delay_levels("1s 1é").unwrap_err().to_string();
+        assert!(e.contains("messageDelayLevel") && e.contains("'1é'"), "{e}");
+    }
+
+    #[test]
+    fn delay_level_too_long_is_an_error() {
+        // i64::MAX ms is 106 751 991 167 days and a bit.
+        assert_eq!(
+            parse_delay_levels("106751991167d").unwrap(),
+            vec![106_751_991_167 * 86_400_000]
+        );
+        for long in ["106751991168d", "300000000000000d", "18446744073709551616s"] {
+            let e = parse_delay_levels(long).unwrap_err().to_string();
+            assert!(e.contains(long), "{e}");
+        }
     }
 
     #[test]
