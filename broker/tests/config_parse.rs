@@ -3,6 +3,7 @@
 
 use broker::broker::Broker;
 use broker::config::BrokerConfig;
+use remoting::settings::Settings;
 use store::StoreConfig;
 
 #[test]
@@ -22,6 +23,28 @@ fn overflowing_delay_level_is_refused_naming_the_key() {
         .to_string();
     assert!(
         e.contains("messageDelayLevel") && e.contains("'300000000000000d'"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_broker_role_names_the_key_and_the_roles() {
+    let settings = Settings::load(None, &["brokerRole=MASTERX".into()]).unwrap();
+    let e = settings
+        .deserialize::<BrokerConfig>()
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        e,
+        "invalid setting: brokerRole = 'MASTERX' is not one of ASYNC_MASTER, SYNC_MASTER, SLAVE"
+    );
+    let settings = Settings::load(None, &["flushDiskType=async".into()]).unwrap();
+    let e = settings
+        .deserialize::<StoreConfig>()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("flushDiskType = 'async' is not one of ASYNC_FLUSH, SYNC_FLUSH"),
         "{e}"
     );
 }

@@ -134,7 +134,7 @@ impl Settings {
     /// A value does not parse as its field's type.
     pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, SettingsError> {
         T::deserialize(SettingsDeserializer { settings: self })
-            .map_err(|e| SettingsError::Invalid(e.0))
+            .map_err(|e| SettingsError::Invalid(e.to_string()))
     }
 
     /// Marks keys as known without reading them: RocketMQ settings a process accepts
@@ -276,12 +276,30 @@ fn unescape(c: char, rest: &mut std::iter::Peekable<std::str::Chars<'_>>) -> cha
 
 // ---------------------------------------------------------------- lenient deserializer
 
+/// A deserialisation error; every one that reaches the caller names its key.
 #[derive(Debug)]
-struct DeError(String);
+enum DeError {
+    /// Already says `key = 'text' ...` (made by [`TextValue`]).
+    Keyed(String),
+    /// Made by serde or a field type's `Deserialize`; the key is added on the way out.
+    Plain(String),
+}
+
+impl DeError {
+    /// This error, naming `key` and its `text` if it does not yet.
+    fn keyed(self, key: &str, text: &str) -> Self {
+        match self {
+            DeError::Plain(msg) => DeError::Keyed(format!("{key} = '{text}': {msg}")),
+            keyed @ DeError::Keyed(_) => keyed,
+        }
+    }
+}
 
 impl fmt::Display for DeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            DeError::Keyed(msg) | DeError::Plain(msg) => f.write_str(msg),
+        }
     }
 }
 
@@ -289,7 +307,50 @@ impl std::error::Error for DeError {}
 
 impl de::Error for DeError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        DeError(msg.to_string())
+        DeError::Plain(msg.to_string())
+    }
+}
+
+/// The settings as a serde map whose value errors name their key.
+struct Values<'a, I> {
+    entries: I,
+    value: Option<TextValue<'a>>,
+}
+
+impl<I> Values<'_, I> {
+    fn new(entries: I) -> Self {
+        Values {
+            entries,
+            value: None,
+        }
+    }
+}
+
+impl<'de, I: Iterator<Item = (&'de String, &'de String)>> de::MapAccess<'de> for Values<'de, I> {
+    type Error = DeError;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        let Some((key, text)) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(TextValue { key, text });
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(key))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, DeError> {
+        let value = self
+            .value
+            .take()
+            .ok_or_else(|| DeError::Plain("a value was asked for before its key".into()))?;
+        let (key, text) = (value.key, value.text);
+        seed.deserialize(value).map_err(|e| e.keyed(key, text))
     }
 }
 
@@ -301,12 +362,7 @@ impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_map(de::value::MapDeserializer::new(
-            self.settings
-                .values
-                .iter()
-                .map(|(k, v)| (k.as_str(), TextValue { key: k, text: v })),
-        ))
+        visitor.visit_map(Values::new(self.settings.values.iter()))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -320,12 +376,11 @@ impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
             .borrow_mut()
             .extend(fields.iter().copied());
         // Only the struct's own keys, so unknown ones never reach its visitor.
-        visitor.visit_map(de::value::MapDeserializer::new(
+        visitor.visit_map(Values::new(
             self.settings
                 .values
                 .iter()
-                .filter(|(k, _)| fields.contains(&k.as_str()))
-                .map(|(k, v)| (k.as_str(), TextValue { key: k, text: v })),
+                .filter(|(k, _)| fields.contains(&k.as_str())),
         ))
     }
 
@@ -350,13 +405,16 @@ impl<'de> IntoDeserializer<'de, DeError> for TextValue<'de> {
 }
 
 impl TextValue<'_> {
+    /// An error naming this setting: `key = 'text' <what is wrong>`.
+    fn invalid(&self, what: impl fmt::Display) -> DeError {
+        DeError::Keyed(format!("{} = '{}' {what}", self.key, self.text))
+    }
+
     fn parse<T: std::str::FromStr>(&self, what: &str) -> Result<T, DeError> {
-        self.text.trim().parse().map_err(|_| {
-            DeError(format!(
-                "{} = '{}' is not a valid {what}",
-                self.key, self.text
-            ))
-        })
+        self.text
+            .trim()
+            .parse()
+            .map_err(|_| self.invalid(format_args!("is not a valid {what}")))
     }
 }
 
@@ -379,10 +437,7 @@ impl<'de> de::Deserializer<'de> for TextValue<'de> {
         match self.text.trim().to_ascii_lowercase().as_str() {
             "true" => visitor.visit_bool(true),
             "false" => visitor.visit_bool(false),
-            _ => Err(DeError(format!(
-                "{} = '{}' is not true or false",
-                self.key, self.text
-            ))),
+            _ => Err(self.invalid("is not true or false")),
         }
     }
 
@@ -413,10 +468,14 @@ impl<'de> de::Deserializer<'de> for TextValue<'de> {
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _name: &'static str,
-        _variants: &'static [&'static str],
+        variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        visitor.visit_enum(self.text.trim().into_deserializer())
+        let name = self.text.trim();
+        if !variants.contains(&name) {
+            return Err(self.invalid(format_args!("is not one of {}", variants.join(", "))));
+        }
+        visitor.visit_enum(name.into_deserializer())
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -524,6 +583,42 @@ mod tests {
                 .as_deref(),
             Some("1.2.3.4:10912")
         );
+    }
+
+    #[test]
+    fn enum_errors_name_the_key_and_the_variants() {
+        let s = Settings::from_pairs([("flushDiskType", "MASTERX")]);
+        let e = s.deserialize::<Sample>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid setting: flushDiskType = 'MASTERX' is not one of ASYNC_FLUSH, SYNC_FLUSH"
+        );
+        // Blanks around a variant are fine, as around numbers.
+        let s = Settings::from_pairs([("flushDiskType", " SYNC_FLUSH ")]);
+        assert_eq!(
+            s.deserialize::<Sample>().unwrap().flush_disk_type,
+            Flush::SYNC_FLUSH
+        );
+    }
+
+    #[test]
+    fn every_value_error_names_the_key() {
+        // Errors serde makes itself (a type the text cannot be, a Deserialize impl that
+        // refuses the text) carry the key too.
+        #[derive(Debug, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code, reason = "only the errors are looked at")]
+        struct Odd {
+            initial: Option<char>,
+            addr: Option<std::net::IpAddr>,
+        }
+        for (key, text) in [("initial", "abc"), ("addr", "10.0.0")] {
+            let e = Settings::from_pairs([(key, text)])
+                .deserialize::<Odd>()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("{key} = '{text}'")), "{e}");
+        }
     }
 
     #[test]
