@@ -418,7 +418,10 @@ impl StoreConfig {
                 *v = 1;
             }
         }
-        let cq = self.mapped_file_size_consume_queue.div_ceil(20) * 20;
+        let cq = self
+            .mapped_file_size_consume_queue
+            .div_ceil(20)
+            .saturating_mul(20);
         if !(20..=MAX_MAPPED_FILE_SIZE).contains(&cq) {
             return Err(ConfigError::Invalid {
                 key: "mappedFileSizeConsumeQueue",
@@ -436,9 +439,9 @@ impl StoreConfig {
         }
         if self.index_file_size() > MAX_MAPPED_FILE_SIZE {
             return Err(ConfigError::Invalid {
-                key: "maxIndexNum",
-                value: self.max_index_num.to_string(),
-                reason: "the index file would exceed 2 GiB",
+                key: "maxHashSlotNum/maxIndexNum",
+                value: format!("{}/{}", self.max_hash_slot_num, self.max_index_num),
+                reason: "the index file (4 bytes a slot, 20 an entry) would exceed 2 GiB",
             });
         }
         parse_delay_levels(&self.message_delay_level)?;
@@ -487,6 +490,7 @@ impl StoreConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn tilde_means_home() {
@@ -598,6 +602,15 @@ mod tests {
     }
 
     #[test]
+    fn consume_queue_file_size_near_u64_max_is_an_error() {
+        // Rounding up to whole 20-byte units overflowed.
+        let mut c = StoreConfig::with_root("/tmp/x");
+        c.mapped_file_size_consume_queue = u64::MAX;
+        let e = c.sanitize().unwrap_err().to_string();
+        assert!(e.contains("mappedFileSizeConsumeQueue"), "{e}");
+    }
+
+    #[test]
     fn deserializes_rocketmq_key_names() {
         let c: StoreConfig = serde_json::from_str(
             r#"{"storePathRootDir": "/data/s", "mappedFileSizeCommitLog": 65536,
@@ -627,6 +640,99 @@ mod tests {
             c.flush_interval_commit_log, 500,
             "absent keys keep defaults"
         );
+    }
+
+    /// Numbers at and past the bounds the store's arithmetic cares about.
+    fn edge() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            prop::sample::select(vec![
+                0,
+                1,
+                19,
+                20,
+                21,
+                4095,
+                4096,
+                65_536 + 8,
+                u64::from(u32::MAX),
+                i32::MAX as u64,
+                i32::MAX as u64 + 1,
+                i64::MAX as u64,
+                u64::MAX - 19,
+                u64::MAX,
+            ]),
+            any::<u64>(),
+            0u64..100_000,
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn delay_levels_never_panic(text in "\\PC{0,40}|[0-9smhd+\\- \\t\u{e9}]{0,30}") {
+            if let Ok(levels) = parse_delay_levels(&text) {
+                prop_assert!(!levels.is_empty() && levels.iter().all(|ms| *ms >= 0));
+            }
+            let _ = parse_delete_when(&text);
+        }
+
+        #[test]
+        fn delay_levels_read_back(levels in prop::collection::vec((0u64..1_000_000, 0usize..4), 1..20)) {
+            const UNITS: [(&str, i64); 4] = [("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)];
+            let text = levels
+                .iter()
+                .map(|(n, u)| format!("{n}{}", UNITS[*u].0))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let want: Vec<i64> = levels
+                .iter()
+                .map(|(n, u)| i64::try_from(*n).unwrap() * UNITS[*u].1)
+                .collect();
+            prop_assert_eq!(parse_delay_levels(&text).unwrap(), want);
+        }
+
+        #[test]
+        fn delete_when_reads_back(hours in prop::collection::vec(0u32..24, 0..6)) {
+            let text = hours.iter().map(|h| format!("{h:02}")).collect::<Vec<_>>().join(";");
+            prop_assert_eq!(parse_delete_when(&text), hours);
+        }
+
+        #[test]
+        fn sanitize_never_panics_and_leaves_sane_values(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), edge()), 0..16),
+            delay in "\\PC{0,12}|1s 2s",
+            delete_when in "\\PC{0,8}|04",
+        ) {
+            let base = serde_json::to_value(StoreConfig::with_root("/tmp/x")).unwrap();
+            let numeric: Vec<String> = base
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(_, v)| v.is_u64())
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut value = base;
+            value["messageDelayLevel"] = delay.into();
+            value["deleteWhen"] = delete_when.into();
+            for (i, n) in edits {
+                let key = i.get(&numeric);
+                let before = value[key].clone();
+                value[key] = n.into();
+                // A number the field's type cannot hold is a parse error, not a config.
+                if serde_json::from_value::<StoreConfig>(value.clone()).is_err() {
+                    value[key] = before;
+                }
+            }
+            let mut c: StoreConfig = serde_json::from_value(value).unwrap();
+            if c.sanitize().is_ok() {
+                prop_assert!((MIN_MAPPED_FILE_SIZE..=MAX_MAPPED_FILE_SIZE).contains(&c.mapped_file_size_commit_log));
+                prop_assert_eq!(c.mapped_file_size_consume_queue % 20, 0);
+                prop_assert!(c.index_file_size() <= MAX_MAPPED_FILE_SIZE);
+                prop_assert!((10..=95).contains(&c.disk_max_used_space_ratio));
+                prop_assert!(c.access_message_in_memory_max_ratio <= 100);
+                prop_assert!(!parse_delay_levels(&c.message_delay_level).unwrap().is_empty());
+                let _ = c.max_record_size();
+            }
+        }
     }
 
     #[test]
