@@ -289,9 +289,10 @@ impl BrokerConfig {
         match self.broker_role {
             BrokerRole::ASYNC_MASTER | BrokerRole::SYNC_MASTER => self.broker_id = 0,
             BrokerRole::SLAVE if self.broker_id <= 0 => {
-                return Err(ConfigError::Invalid(
-                    "a SLAVE's brokerId must be > 0".into(),
-                ));
+                return Err(ConfigError::Invalid(format!(
+                    "brokerRole = SLAVE needs brokerId > 0, not {}",
+                    self.broker_id
+                )));
             }
             BrokerRole::SLAVE => {}
         }
