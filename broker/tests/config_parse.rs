@@ -1,5 +1,10 @@
-//! Operator input to the broker's config: bad values are errors that name their key,
-//! never panics.
+//! Operator input to the broker's config and the tables it loads at start: bad values
+//! and garbled files are errors that name their key or file, never panics.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step should fail the test"
+)]
 
 use broker::broker::Broker;
 use broker::config::BrokerConfig;
@@ -148,5 +153,130 @@ proptest! {
             }
             Err(e) => prop_assert!(named(&e), "{e}"),
         }
+    }
+}
+
+/// The JSON tables a broker loads at start, under `<storePathRootDir>/config/`.
+const CONFIG_FILES: [&str; 5] = [
+    "topics.json",
+    "subscriptionGroup.json",
+    "consumerOffset.json",
+    "delayOffset.json",
+    "haPromotion.json",
+];
+
+fn open_with_config_file(name: &str, content: &[u8]) -> Result<Broker, String> {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("store");
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    std::fs::write(root.join("config").join(name), content).unwrap();
+    let mut store = StoreConfig::with_root(&root);
+    store.mapped_file_size_commit_log = 64 * 1024;
+    let config = BrokerConfig {
+        broker_name: "broker-a".into(),
+        bind_address: "127.0.0.1".into(),
+        broker_ip1: Some("127.0.0.1".into()),
+        ha_listen_port: Some(0),
+        ..BrokerConfig::default()
+    };
+    Broker::open(config, store, ha::HaConfig::default(), 10911).map_err(|e| e.to_string())
+}
+
+#[test]
+fn garbled_config_files_are_errors_naming_the_file() {
+    // Per file: valid JSON whose values have the wrong type.
+    let wrong_types: [&[u8]; 5] = [
+        br#"{"topicConfigTable":{"T":{"readQueueNums":"x"}}}"#,
+        br#"{"subscriptionGroupTable":[1]}"#,
+        br#"{"offsetTable":{"T@g":{1:"x"}}}"#,
+        br#"{"offsetTable":{"1":true}}"#,
+        br#"{"promotedAtOffset":-1}"#,
+    ];
+    for (name, wrong) in CONFIG_FILES.into_iter().zip(wrong_types) {
+        for garbage in [
+            &b"{\"topicConfigTable\":{"[..],
+            b"\xff\xfe\x00garbage",
+            b"[1,2,3]",
+            b"",
+            wrong,
+        ] {
+            let e = open_with_config_file(name, garbage)
+                .err()
+                .unwrap_or_else(|| {
+                    panic!("{name} {:?} accepted", String::from_utf8_lossy(garbage))
+                });
+            assert!(e.contains(name), "{name}: {e}");
+        }
+    }
+}
+
+/// Each file's shape as RocketMQ writes it, to mutate.
+const CONFIG_SAMPLES: [(&str, &str); 4] = [
+    (
+        "topics.json",
+        r#"{"dataVersion":{"counter":3,"timestamp":1700000000000},"topicConfigTable":{"T":{"order":false,"perm":6,"readQueueNums":8,"topicFilterType":"SINGLE_TAG","topicName":"T","topicSysFlag":0,"writeQueueNums":8}}}"#,
+    ),
+    (
+        "subscriptionGroup.json",
+        r#"{"dataVersion":{"counter":1,"timestamp":1},"subscriptionGroupTable":{"g":{"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,"consumeFromMinEnable":true,"groupName":"g","notifyConsumerIdsChangedEnable":true,"retryMaxTimes":16,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}}}"#,
+    ),
+    (
+        "consumerOffset.json",
+        r#"{"offsetTable":{"T@g":{0:12,1:7},"%RETRY%g@g":{0:0}}}"#,
+    ),
+    ("delayOffset.json", r#"{"offsetTable":{1:5,2:0,18:99}}"#),
+];
+
+/// Loads `bytes` as the broker loads `name`: the value, or an error naming the file.
+fn load_as(name: &str, bytes: &[u8]) -> Result<(), String> {
+    use broker::persist;
+    use remoting::protocol::subscription::{
+        ConsumerOffsetSerializeWrapper, DelayOffsetSerializeWrapper, SubscriptionGroupWrapper,
+    };
+    use remoting::protocol::topic::TopicConfigSerializeWrapper;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).unwrap();
+    let result = match name {
+        "topics.json" => persist::load::<TopicConfigSerializeWrapper>(&path).map(drop),
+        "subscriptionGroup.json" => persist::load::<SubscriptionGroupWrapper>(&path).map(drop),
+        "consumerOffset.json" => persist::load::<ConsumerOffsetSerializeWrapper>(&path).map(drop),
+        _ => persist::load::<DelayOffsetSerializeWrapper>(&path).map(drop),
+    };
+    result.map_err(|e| e.to_string())
+}
+
+proptest! {
+    #[test]
+    fn config_files_load_or_fail_naming_the_file(
+        which in 0usize..4,
+        edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), 0u8..3), 0..6),
+        cut in any::<prop::sample::Index>(),
+        raw in prop::option::weighted(0.2, prop::collection::vec(any::<u8>(), 0..64)),
+    ) {
+        let (name, sample) = CONFIG_SAMPLES[which];
+        let mut bytes = sample.as_bytes().to_vec();
+        for (at, byte, how) in edits {
+            let i = at.index(bytes.len());
+            match how {
+                0 => bytes[i] = byte,
+                1 => bytes.insert(i, byte),
+                _ => drop(bytes.remove(i)),
+            }
+        }
+        if cut.index(4) == 0 {
+            bytes.truncate(cut.index(bytes.len() + 1));
+        }
+        let bytes = raw.unwrap_or(bytes);
+        if let Err(e) = load_as(name, &bytes) {
+            prop_assert!(e.contains(name), "{}", e);
+        }
+    }
+}
+
+#[test]
+fn config_samples_load() {
+    for (name, sample) in CONFIG_SAMPLES {
+        load_as(name, sample.as_bytes()).unwrap();
     }
 }
