@@ -28,8 +28,12 @@ build:
 bench:
 	$(CARGO) bench --workspace -- --warm-up-time 1 --measurement-time 3
 
-## A minute of each fuzz target (needs nightly and cargo-fuzz).
+## A minute of each fuzz target (needs nightly and cargo-fuzz); new inputs go to
+## fuzz/target/work/<target>, the seeds in fuzz/corpus/<target> stay as they are.
+FUZZ_TARGETS = frame_decode body_json config_parse commit_log_record consume_queue_unit ha_frame
+FUZZ_SECONDS = 60
 fuzz:
-	cd fuzz && mkdir -p target/work/frame_decode target/work/body_json && \
-	cargo +nightly fuzz run frame_decode target/work/frame_decode corpus/frame_decode -- -max_total_time=60 && \
-	cargo +nightly fuzz run body_json target/work/body_json corpus/body_json -- -max_total_time=60
+	cd fuzz && for t in $(FUZZ_TARGETS); do \
+		mkdir -p target/work/$$t && \
+		cargo +nightly fuzz run $$t target/work/$$t corpus/$$t -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done

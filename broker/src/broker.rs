@@ -88,8 +88,6 @@ pub struct Broker {
     pub switch_lock: tokio::sync::Mutex<()>,
     /// Asks a slave to copy its master's tables at once.
     pub sync_now: tokio::sync::Notify,
-    /// Delay of each level (`messageDelayLevel`).
-    pub delay_levels: Vec<Duration>,
     listen_port: u16,
     /// The role the broker was configured with (a switch back to master restores it).
     start_role: BrokerRole,
@@ -110,8 +108,6 @@ impl Broker {
         listen_port: u16,
     ) -> Result<Self, BrokerError> {
         config.sanitize()?;
-        let delay_levels = crate::schedule::parse_delay_levels(&config.message_delay_level)
-            .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
         store_config
             .sanitize()
             .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
@@ -150,7 +146,6 @@ impl Broker {
         );
         let schedule = ScheduleService::new(
             Arc::clone(&store),
-            delay_levels.clone(),
             persist::config_path(&root, persist::DELAY_OFFSET_JSON),
         )?;
         let store_host = crate::processor::send::store_host(&config.broker_ip1(), listen_port);
@@ -173,7 +168,6 @@ impl Broker {
             replication,
             switch_lock: tokio::sync::Mutex::new(()),
             start_role: config_role,
-            delay_levels,
             listen_port,
             store_host,
             boot_time: crate::clock::now_ms(),

@@ -146,17 +146,11 @@ pub struct BrokerConfig {
     pub server_channel_max_idle_time_seconds: u64,
     /// Largest frame accepted (16 MiB).
     pub frame_max_length: usize,
-    /// Delay levels (`1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h`).
-    pub message_delay_level: String,
     /// Percent of RAM above which a backlog counts as "in disk" (40).
     pub access_message_in_memory_max_ratio: u32,
     /// Max messages per QUERY_MESSAGE (32).
     pub default_query_max_num: i32,
 }
-
-/// RocketMQ's default delay levels.
-pub const DEFAULT_MESSAGE_DELAY_LEVEL: &str =
-    "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h";
 
 impl Default for BrokerConfig {
     fn default() -> Self {
@@ -204,7 +198,6 @@ impl Default for BrokerConfig {
             fast_listen_port: None,
             server_channel_max_idle_time_seconds: 120,
             frame_max_length: 16 * 1024 * 1024,
-            message_delay_level: DEFAULT_MESSAGE_DELAY_LEVEL.into(),
             access_message_in_memory_max_ratio: 40,
             default_query_max_num: 32,
         }
@@ -296,9 +289,10 @@ impl BrokerConfig {
         match self.broker_role {
             BrokerRole::ASYNC_MASTER | BrokerRole::SYNC_MASTER => self.broker_id = 0,
             BrokerRole::SLAVE if self.broker_id <= 0 => {
-                return Err(ConfigError::Invalid(
-                    "a SLAVE's brokerId must be > 0".into(),
-                ));
+                return Err(ConfigError::Invalid(format!(
+                    "brokerRole = SLAVE needs brokerId > 0, not {}",
+                    self.broker_id
+                )));
             }
             BrokerRole::SLAVE => {}
         }
@@ -310,8 +304,6 @@ impl BrokerConfig {
                 ConfigError::Invalid(format!("brokerIP1 '{ip}' is not an IP address"))
             })?;
         }
-        crate::schedule::parse_delay_levels(&self.message_delay_level)
-            .map_err(|e| ConfigError::Invalid(format!("messageDelayLevel: {e}")))?;
         Ok(())
     }
 
@@ -445,10 +437,5 @@ mod tests {
         };
         master.sanitize().unwrap();
         assert_eq!(master.broker_id, 0);
-        let mut bad = BrokerConfig {
-            message_delay_level: "1x".into(),
-            ..BrokerConfig::default()
-        };
-        assert!(bad.sanitize().is_err());
     }
 }

@@ -1,5 +1,6 @@
-//! Delay messages: the levels of `messageDelayLevel` and the schedule service that
-//! delivers messages parked in `SCHEDULE_TOPIC_XXXX` to their real topic once due.
+//! Delay messages: the schedule service that delivers messages parked in
+//! `SCHEDULE_TOPIC_XXXX` to their real topic once due. The levels
+//! (`messageDelayLevel`) are the store's: its dispatch computes the deliver times.
 //!
 //! The send path parks a message with delay level L in queue L − 1 of
 //! SCHEDULE_TOPIC_XXXX; dispatch gives its consume-queue unit the deliver time as
@@ -44,46 +45,10 @@ const BATCH: usize = 64;
 /// When a put fails, try again after this long.
 const RETRY_AFTER: Duration = Duration::from_millis(100);
 
-/// Why a `messageDelayLevel` string is refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("'{0}' is not a delay like 1s, 5m, 2h or 1d")]
-pub struct DelayLevelError(pub String);
-
-/// Parses `messageDelayLevel` (`"1s 5s 10s 30s 1m ... 2h"`, units s/m/h/d) into the
-/// delay of each level; level L (1-based) is index L − 1.
-///
-/// # Errors
-/// A token that is not a number followed by a unit, or an empty list.
-pub fn parse_delay_levels(text: &str) -> Result<Vec<Duration>, DelayLevelError> {
-    let levels = text
-        .split_whitespace()
-        .map(|token| {
-            let split = token.len().saturating_sub(1);
-            let (num, unit) = token
-                .split_at_checked(split)
-                .ok_or_else(|| DelayLevelError(token.to_owned()))?;
-            let n: u64 = num.parse().map_err(|_| DelayLevelError(token.to_owned()))?;
-            let secs = match unit {
-                "s" => 1,
-                "m" => 60,
-                "h" => 3600,
-                "d" => 86_400,
-                _ => return Err(DelayLevelError(token.to_owned())),
-            };
-            Ok(Duration::from_secs(n * secs))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    if levels.is_empty() {
-        return Err(DelayLevelError(text.to_owned()));
-    }
-    Ok(levels)
-}
-
 /// The schedule (delay) service of a broker.
 #[derive(Debug)]
 pub struct ScheduleService {
     store: Arc<MessageStore>,
-    levels: Vec<Duration>,
     offsets: Mutex<BTreeMap<i32, i64>>,
     path: PathBuf,
     /// Start/stop, idempotent through one atomic flag (role switches call both).
@@ -92,13 +57,13 @@ pub struct ScheduleService {
 }
 
 impl ScheduleService {
-    /// A stopped service over `store`, loading delayOffset.json from `config_dir`'s root.
+    /// A stopped service over `store` (and its delay levels), loading delayOffset.json
+    /// from `path`.
     ///
     /// # Errors
     /// delayOffset.json exists but neither it nor its `.bak` parses.
     pub fn new(
         store: Arc<MessageStore>,
-        levels: Vec<Duration>,
         path: PathBuf,
     ) -> Result<Arc<Self>, remoting::config_file::ConfigFileError> {
         let offsets = persist::load::<DelayOffsetSerializeWrapper>(&path)?
@@ -106,7 +71,6 @@ impl ScheduleService {
             .unwrap_or_default();
         Ok(Arc::new(ScheduleService {
             store,
-            levels,
             offsets: Mutex::new(offsets),
             path,
             switch: ServiceSwitch::default(),
@@ -129,7 +93,10 @@ impl ScheduleService {
             .switch
             .start(|| tokio::spawn(async move { me.run(weak).await }));
         if started {
-            info!(levels = self.levels.len(), "schedule service started");
+            info!(
+                levels = self.store.delay_levels().len(),
+                "schedule service started"
+            );
         }
         started
     }
@@ -231,7 +198,7 @@ impl ScheduleService {
             next_due: None,
             delivered_to: None,
         };
-        for level in 1..=i32::try_from(self.levels.len()).unwrap_or(0) {
+        for level in 1..=i32::try_from(self.store.delay_levels().len()).unwrap_or(0) {
             let due = match self.deliver_level(level, &mut round) {
                 LevelState::Waiting(due) => due,
                 LevelState::Retry => {
@@ -247,9 +214,11 @@ impl ScheduleService {
     fn deliver_level(&self, level: i32, round: &mut Round) -> LevelState {
         let queue_id = level - 1;
         let delay_ms = self
-            .levels
+            .store
+            .delay_levels()
             .get(usize::try_from(queue_id).unwrap_or(usize::MAX))
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            .copied()
+            .unwrap_or(0);
         let mut offset = round.offsets.get(&level).copied().unwrap_or(0);
         let min = i64::try_from(
             self.store
@@ -273,7 +242,7 @@ impl ScheduleService {
             for unit in &units {
                 // A deliver time further ahead than the level's delay means the clock
                 // went back: deliver now rather than late (as RocketMQ corrects it).
-                let due = if unit.tags_code > now + delay_ms {
+                let due = if unit.tags_code > now.saturating_add(delay_ms) {
                     now
                 } else {
                     unit.tags_code
@@ -403,27 +372,6 @@ impl DispatchListener for Parked {
     fn on_dispatch(&self, d: &DispatchRequest<'_>) {
         if d.topic == system::SCHEDULE_TOPIC {
             self.0.notify_one();
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn default_levels() {
-        let levels = parse_delay_levels(crate::config::DEFAULT_MESSAGE_DELAY_LEVEL).unwrap();
-        assert_eq!(levels.len(), 18);
-        assert_eq!(levels[0], Duration::from_secs(1));
-        assert_eq!(levels[2], Duration::from_secs(10));
-        assert_eq!(levels[17], Duration::from_secs(7200));
-        assert_eq!(
-            parse_delay_levels("1d").unwrap()[0],
-            Duration::from_secs(86_400)
-        );
-        for bad in ["", "1", "1x", "s", "-1s", "1.5s"] {
-            assert!(parse_delay_levels(bad).is_err(), "{bad}");
         }
     }
 }

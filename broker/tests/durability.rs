@@ -27,9 +27,9 @@ use support::Running;
 const SLAVE_NOT_AVAILABLE: i32 = ResponseCode::SlaveNotAvailable as i32;
 
 async fn sync_master() -> Running {
-    Running::start(|c, _| {
+    Running::start(|c, s| {
         c.broker_role = BrokerRole::SYNC_MASTER;
-        c.message_delay_level = "1s 1s".into();
+        s.message_delay_level = "1s 1s".into();
     })
     .await
 }

@@ -349,7 +349,7 @@ async fn consumer_offsets_and_max_offset() {
 
 #[tokio::test]
 async fn send_back_goes_to_retry_then_dlq() {
-    let b = Running::start(|c, _| c.message_delay_level = "1s 1s 1s 1s 1s".into()).await;
+    let b = Running::start(|_, s| s.message_delay_level = "1s 1s 1s 1s 1s".into()).await;
     let r = b
         .send("T4", 0, b"payload", "TAGS\u{1}A\u{2}UNIQ_KEY\u{1}ABC")
         .await;
@@ -411,7 +411,7 @@ async fn send_back_goes_to_retry_then_dlq() {
 
 #[tokio::test]
 async fn delayed_messages_arrive_on_time() {
-    let b = Running::start(|c, _| c.message_delay_level = "1s 2s".into()).await;
+    let b = Running::start(|_, s| s.message_delay_level = "1s 2s".into()).await;
     let sent = Instant::now();
     let r = b.send("T5", 0, b"later", "DELAY\u{1}1").await;
     assert_eq!(r.code(), 0);

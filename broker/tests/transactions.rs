@@ -568,7 +568,7 @@ async fn refusals_as_rocketmq_gives_them() {
 
 #[tokio::test]
 async fn a_delay_level_applies_at_commit() {
-    let b = Running::start(|c, _| c.message_delay_level = "1s 2s".into()).await;
+    let b = Running::start(|_, s| s.message_delay_level = "1s 2s".into()).await;
     // The Java producer drops DELAY from transactional messages; a raw one may send it.
     let half = b
         .send_half_with("TD", 0, b"later", "u7", "\u{2}DELAY\u{1}1")

@@ -136,6 +136,44 @@ fn invalid(key: &'static str, reason: String) -> ConfigError {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    fn edge() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            prop::sample::select(vec![
+                0,
+                1,
+                5_000,
+                20_000,
+                MAX_TRANSFER_BODY as u64,
+                u64::MAX
+            ]),
+            any::<u64>(),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn sanitize_never_panics_and_leaves_sane_values(
+            (heartbeat, housekeeping, batch, gap, timeout) in (edge(), edge(), edge(), edge(), edge()),
+            addr in proptest::option::of("\\PC{0,12}"),
+        ) {
+            let mut c = HaConfig {
+                ha_send_heartbeat_interval: heartbeat,
+                ha_housekeeping_interval: housekeeping,
+                ha_transfer_batch_size: usize::try_from(batch).unwrap_or(usize::MAX),
+                ha_max_gap_not_in_sync: gap,
+                slave_timeout: timeout,
+                ha_master_address: addr,
+            };
+            if c.sanitize().is_ok() {
+                prop_assert!(c.heartbeat_interval() < c.housekeeping_interval());
+                prop_assert!((1..=MAX_TRANSFER_BODY).contains(&c.ha_transfer_batch_size));
+                prop_assert!(!c.slave_timeout().is_zero());
+                prop_assert!(c.ha_master_address.is_none_or(|a| a.trim().len() >= MIN_HA_MASTER_ADDRESS_LEN));
+            }
+        }
+    }
 
     #[test]
     fn defaults_are_rocketmqs() {

@@ -267,6 +267,7 @@ impl NamesrvConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn defaults_are_rocketmq_defaults() {
@@ -347,6 +348,91 @@ mod tests {
         let bad: BTreeMap<String, String> =
             [("waitSecondsForService".to_owned(), "soon".to_owned())].into();
         assert!(c.updated(&bad).is_err());
+    }
+
+    fn keys() -> Vec<String> {
+        NamesrvConfig::default()
+            .to_properties()
+            .into_keys()
+            .collect()
+    }
+
+    fn value_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            any::<u64>().prop_map(|n| n.to_string()),
+            any::<i64>().prop_map(|n| n.to_string()),
+            prop::sample::select(vec![
+                "0",
+                "1",
+                "9",
+                "10",
+                "1023",
+                "1024",
+                "65535",
+                "65536",
+                "true",
+                "False",
+                "",
+                " ",
+                "~/",
+                "~/x",
+                "127.0.0.1",
+                " ::1 ",
+                "0.0.0.0:1",
+                "a;b",
+            ])
+            .prop_map(str::to_owned),
+            "\\PC{0,16}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_settings_load_or_fail_naming_a_key(
+            picks in prop::collection::vec((any::<prop::sample::Index>(), value_text()), 0..10),
+        ) {
+            let keys = keys();
+            let pairs: Vec<(String, String)> =
+                picks.into_iter().map(|(i, v)| (i.get(&keys).clone(), v)).collect();
+            match NamesrvConfig::from_settings(&Settings::from_pairs(pairs.clone())) {
+                Ok(c) => {
+                    let _ = (c.scan_interval(), c.idle_timeout(), c.black_list());
+                    // A loaded config reads back from its own properties.
+                    let back = NamesrvConfig::from_settings(&Settings::from_pairs(c.to_properties()));
+                    prop_assert_eq!(back.ok(), Some(c));
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    prop_assert!(pairs.iter().any(|(k, _)| e.contains(k.as_str())), "{}", e);
+                }
+            }
+        }
+
+        #[test]
+        fn updates_apply_or_fail_naming_a_key(
+            picks in prop::collection::vec((any::<prop::sample::Index>(), value_text()), 0..6),
+            unknown in "\\PC{0,10}",
+        ) {
+            let keys = keys();
+            let mut updates: BTreeMap<String, String> =
+                picks.into_iter().map(|(i, v)| (i.get(&keys).clone(), v)).collect();
+            updates.insert(format!("x{unknown}"), unknown);
+            let c = NamesrvConfig::default();
+            match c.updated(&updates) {
+                Ok(next) => {
+                    for (k, v) in next.to_properties() {
+                        if let Some(given) = updates.get(&k) {
+                            // Paths may be expanded, everything else is as given (trimmed).
+                            prop_assert!(v.trim().eq_ignore_ascii_case(given.trim()) || given.starts_with("~/"), "{} = {:?} for {:?}", k, v, given);
+                        }
+                    }
+                }
+                Err(e) => {
+                    let e = e.to_string();
+                    prop_assert!(updates.keys().any(|k| e.contains(k.as_str())), "{}", e);
+                }
+            }
+        }
     }
 
     #[test]

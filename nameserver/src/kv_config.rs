@@ -140,6 +140,28 @@ struct KvConfigSerializeWrapperRef<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn garbled_kv_config_loads_or_fails_naming_the_file(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>(), any::<bool>()), 0..5),
+            raw in prop::option::weighted(0.2, prop::collection::vec(any::<u8>(), 0..48)),
+        ) {
+            let mut bytes = br#"{"configTable":{"NS":{"k2":"v2"},"ORDER_TOPIC_CONFIG":{"T":"broker-a:4"}}}"#.to_vec();
+            for (at, byte, replace) in edits {
+                let i = at.index(bytes.len());
+                if replace { bytes[i] = byte } else { bytes.insert(i, byte) }
+            }
+            let bytes = raw.unwrap_or(bytes);
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("kvConfig.json");
+            std::fs::write(&path, &bytes).unwrap();
+            if let Err(e) = KvConfigManager::new(&path).load() {
+                prop_assert!(e.to_string().contains("kvConfig.json"), "{}", e);
+            }
+        }
+    }
 
     #[test]
     fn put_get_delete_list_and_reload() {

@@ -64,6 +64,7 @@ pub fn split_addr_list(list: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn parses_addresses() {
@@ -71,5 +72,39 @@ mod tests {
         assert!(parse_addr("localhost:1").is_ok());
         assert!(parse_addr("nonsense").is_err());
         assert_eq!(split_addr_list(" a:1; ;b:2;"), vec!["a:1", "b:2"]);
+    }
+
+    /// Text whose part after the last ':' is no port: parsing fails before any name
+    /// lookup, so the test sends nothing to a resolver.
+    fn unresolvable(text: &str) -> bool {
+        text.trim()
+            .rsplit_once(':')
+            .is_none_or(|(_, port)| port.parse::<u16>().is_err())
+    }
+
+    proptest! {
+        #[test]
+        fn parse_addr_never_panics(text in "\\PC{0,40}|[0-9a-f:.\\[\\] %]{0,40}") {
+            if unresolvable(&text) {
+                prop_assert!(parse_addr(&text).is_err());
+            }
+        }
+
+        #[test]
+        fn socket_addrs_read_back(ip in any::<std::net::IpAddr>(), port in any::<u16>(), pad in "[ \t]{0,2}") {
+            let addr = SocketAddr::new(ip, port);
+            prop_assert_eq!(parse_addr(&format!("{pad}{addr}{pad}")).unwrap(), addr);
+        }
+
+        #[test]
+        fn addr_lists_split_into_trimmed_entries(
+            text in "\\PC{0,60}|[a:1; \t]{0,30}",
+            entries in prop::collection::vec("[a-z0-9.:]{1,12}", 0..5),
+        ) {
+            for e in split_addr_list(&text) {
+                prop_assert!(!e.is_empty() && !e.contains(';') && e.trim() == e, "{:?}", e);
+            }
+            prop_assert_eq!(split_addr_list(&entries.join(" ; ")), entries);
+        }
     }
 }

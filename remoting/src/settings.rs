@@ -46,6 +46,15 @@ pub enum SettingsError {
     Invalid(String),
 }
 
+/// How a settings text is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Syntax {
+    /// TOML; tables are flattened, values become their text.
+    Toml,
+    /// Java `Properties.load` text (RocketMQ's broker.conf).
+    Properties,
+}
+
 /// A flat map of settings, and the keys the config structs read from it.
 #[derive(Debug, Default)]
 pub struct Settings {
@@ -82,19 +91,35 @@ impl Settings {
             source,
         })?;
         let is_toml = path.extension().is_some_and(|e| e == "toml");
-        let values = if is_toml {
-            parse_toml(&text).map_err(|reason| SettingsError::Parse {
-                path: path.to_owned(),
-                reason,
-            })?
+        let is_props = path
+            .extension()
+            .is_some_and(|e| e == "properties" || e == "conf" || e == "cfg");
+        let parsed = if is_props {
+            Settings::from_text(&text, Syntax::Properties)
         } else {
-            let is_props = path
-                .extension()
-                .is_some_and(|e| e == "properties" || e == "conf" || e == "cfg");
-            match (is_props, parse_toml(&text)) {
-                (false, Ok(values)) => values,
-                _ => parse_properties(&text),
-            }
+            // TOML by name, or any other name that holds TOML; else a properties file.
+            Settings::from_text(&text, Syntax::Toml).or_else(|reason| {
+                if is_toml {
+                    Err(reason)
+                } else {
+                    Settings::from_text(&text, Syntax::Properties)
+                }
+            })
+        };
+        parsed.map_err(|reason| SettingsError::Parse {
+            path: path.to_owned(),
+            reason,
+        })
+    }
+
+    /// Settings from the text of a file written in `syntax`.
+    ///
+    /// # Errors
+    /// TOML that does not parse (the reason); properties text always parses.
+    pub fn from_text(text: &str, syntax: Syntax) -> Result<Self, String> {
+        let values = match syntax {
+            Syntax::Toml => parse_toml(text)?,
+            Syntax::Properties => parse_properties(text),
         };
         Ok(Settings {
             values,
@@ -134,7 +159,7 @@ impl Settings {
     /// A value does not parse as its field's type.
     pub fn deserialize<T: DeserializeOwned>(&self) -> Result<T, SettingsError> {
         T::deserialize(SettingsDeserializer { settings: self })
-            .map_err(|e| SettingsError::Invalid(e.0))
+            .map_err(|e| SettingsError::Invalid(e.to_string()))
     }
 
     /// Marks keys as known without reading them: RocketMQ settings a process accepts
@@ -189,13 +214,15 @@ fn toml_text(value: &toml::Value) -> String {
 }
 
 /// Parses Java `Properties.load` text: `#`/`!` comments, `=`, `:` or blank
-/// separators, backslash line continuations and escapes.
+/// separators, backslash line continuations and escapes (`\uXXXX` in UTF-16, as Java
+/// writes astral chars). Blanks are Java's: space, tab and form feed. Unlike Java,
+/// unescaped blanks at the end of a value are dropped.
 #[must_use]
 pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut logical = String::new();
     for raw in text.lines() {
-        let line = raw.trim_start();
+        let line = raw.trim_start_matches(is_blank);
         if logical.is_empty() && (line.is_empty() || line.starts_with('#') || line.starts_with('!'))
         {
             continue;
@@ -217,6 +244,11 @@ pub fn parse_properties(text: &str) -> BTreeMap<String, String> {
     out
 }
 
+/// A blank of `Properties.load`.
+fn is_blank(c: char) -> bool {
+    matches!(c, ' ' | '\t' | '\u{c}')
+}
+
 fn split_property(line: &str) -> (String, String) {
     let mut key = String::new();
     let mut chars = line.chars().peekable();
@@ -228,9 +260,9 @@ fn split_property(line: &str) -> (String, String) {
                 }
             }
             '=' | ':' => break,
-            c if c.is_whitespace() => {
+            c if is_blank(c) => {
                 // Blank separator, possibly followed by '=' or ':'.
-                while chars.peek().is_some_and(|c| c.is_whitespace()) {
+                while chars.peek().copied().is_some_and(is_blank) {
                     chars.next();
                 }
                 if matches!(chars.peek(), Some('=' | ':')) {
@@ -241,20 +273,25 @@ fn split_property(line: &str) -> (String, String) {
             c => key.push(c),
         }
     }
-    while chars.peek().is_some_and(|c| c.is_whitespace()) {
+    while chars.peek().copied().is_some_and(is_blank) {
         chars.next();
     }
     let mut value = String::new();
+    // Bytes of `value` that end with an escape: trailing blanks before it stay.
+    let mut kept = 0;
     while let Some(c) = chars.next() {
         if c == '\\' {
             if let Some(n) = chars.next() {
                 value.push(unescape(n, &mut chars));
+                kept = value.len();
             }
         } else {
             value.push(c);
         }
     }
-    (key, value.trim_end().to_owned())
+    let end = kept.max(value.trim_end_matches(is_blank).len());
+    value.truncate(end);
+    (key, value)
 }
 
 fn unescape(c: char, rest: &mut std::iter::Peekable<std::str::Chars<'_>>) -> char {
@@ -264,24 +301,66 @@ fn unescape(c: char, rest: &mut std::iter::Peekable<std::str::Chars<'_>>) -> cha
         'r' => '\r',
         'f' => '\u{c}',
         'u' => {
-            let hex: String = (0..4).filter_map(|_| rest.next()).collect();
-            u32::from_str_radix(&hex, 16)
-                .ok()
-                .and_then(char::from_u32)
-                .unwrap_or('\u{fffd}')
+            let Some(unit) = hex4(rest) else {
+                return '\u{fffd}';
+            };
+            if !(0xD800..0xDC00).contains(&unit) {
+                return char::from_u32(u32::from(unit)).unwrap_or('\u{fffd}');
+            }
+            // A high surrogate: Java writes an astral char as two `\u` escapes.
+            let mut ahead = rest.clone();
+            let low = (ahead.next() == Some('\\') && ahead.next() == Some('u'))
+                .then(|| hex4(&mut ahead))
+                .flatten()
+                .filter(|low| (0xDC00..0xE000).contains(low));
+            match low.and_then(|low| char::decode_utf16([unit, low]).next()?.ok()) {
+                Some(c) => {
+                    *rest = ahead;
+                    c
+                }
+                None => '\u{fffd}',
+            }
         }
         other => other,
     }
 }
 
+/// The 4 hex digits of a `\u` escape (fewer or non-hex: `None`, consuming what it read).
+fn hex4(rest: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<u16> {
+    let hex: String = (0..4).filter_map(|_| rest.next()).collect();
+    if hex.len() == 4 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        u16::from_str_radix(&hex, 16).ok()
+    } else {
+        None
+    }
+}
+
 // ---------------------------------------------------------------- lenient deserializer
 
+/// A deserialisation error; every one that reaches the caller names its key.
 #[derive(Debug)]
-struct DeError(String);
+enum DeError {
+    /// Already says `key = 'text' ...` (made by [`TextValue`]).
+    Keyed(String),
+    /// Made by serde or a field type's `Deserialize`; the key is added on the way out.
+    Plain(String),
+}
+
+impl DeError {
+    /// This error, naming `key` and its `text` if it does not yet.
+    fn keyed(self, key: &str, text: &str) -> Self {
+        match self {
+            DeError::Plain(msg) => DeError::Keyed(format!("{key} = '{text}': {msg}")),
+            keyed @ DeError::Keyed(_) => keyed,
+        }
+    }
+}
 
 impl fmt::Display for DeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
+        match self {
+            DeError::Keyed(msg) | DeError::Plain(msg) => f.write_str(msg),
+        }
     }
 }
 
@@ -289,7 +368,50 @@ impl std::error::Error for DeError {}
 
 impl de::Error for DeError {
     fn custom<T: fmt::Display>(msg: T) -> Self {
-        DeError(msg.to_string())
+        DeError::Plain(msg.to_string())
+    }
+}
+
+/// The settings as a serde map whose value errors name their key.
+struct Values<'a, I> {
+    entries: I,
+    value: Option<TextValue<'a>>,
+}
+
+impl<I> Values<'_, I> {
+    fn new(entries: I) -> Self {
+        Values {
+            entries,
+            value: None,
+        }
+    }
+}
+
+impl<'de, I: Iterator<Item = (&'de String, &'de String)>> de::MapAccess<'de> for Values<'de, I> {
+    type Error = DeError;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: K,
+    ) -> Result<Option<K::Value>, DeError> {
+        let Some((key, text)) = self.entries.next() else {
+            return Ok(None);
+        };
+        self.value = Some(TextValue { key, text });
+        seed.deserialize(de::value::BorrowedStrDeserializer::new(key))
+            .map(Some)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(
+        &mut self,
+        seed: V,
+    ) -> Result<V::Value, DeError> {
+        let value = self
+            .value
+            .take()
+            .ok_or_else(|| DeError::Plain("a value was asked for before its key".into()))?;
+        let (key, text) = (value.key, value.text);
+        seed.deserialize(value).map_err(|e| e.keyed(key, text))
     }
 }
 
@@ -301,12 +423,7 @@ impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
     type Error = DeError;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
-        visitor.visit_map(de::value::MapDeserializer::new(
-            self.settings
-                .values
-                .iter()
-                .map(|(k, v)| (k.as_str(), TextValue { key: k, text: v })),
-        ))
+        visitor.visit_map(Values::new(self.settings.values.iter()))
     }
 
     fn deserialize_struct<V: Visitor<'de>>(
@@ -320,12 +437,11 @@ impl<'de> de::Deserializer<'de> for SettingsDeserializer<'de> {
             .borrow_mut()
             .extend(fields.iter().copied());
         // Only the struct's own keys, so unknown ones never reach its visitor.
-        visitor.visit_map(de::value::MapDeserializer::new(
+        visitor.visit_map(Values::new(
             self.settings
                 .values
                 .iter()
-                .filter(|(k, _)| fields.contains(&k.as_str()))
-                .map(|(k, v)| (k.as_str(), TextValue { key: k, text: v })),
+                .filter(|(k, _)| fields.contains(&k.as_str())),
         ))
     }
 
@@ -350,13 +466,16 @@ impl<'de> IntoDeserializer<'de, DeError> for TextValue<'de> {
 }
 
 impl TextValue<'_> {
+    /// An error naming this setting: `key = 'text' <what is wrong>`.
+    fn invalid(&self, what: impl fmt::Display) -> DeError {
+        DeError::Keyed(format!("{} = '{}' {what}", self.key, self.text))
+    }
+
     fn parse<T: std::str::FromStr>(&self, what: &str) -> Result<T, DeError> {
-        self.text.trim().parse().map_err(|_| {
-            DeError(format!(
-                "{} = '{}' is not a valid {what}",
-                self.key, self.text
-            ))
-        })
+        self.text
+            .trim()
+            .parse()
+            .map_err(|_| self.invalid(format_args!("is not a valid {what}")))
     }
 }
 
@@ -379,10 +498,7 @@ impl<'de> de::Deserializer<'de> for TextValue<'de> {
         match self.text.trim().to_ascii_lowercase().as_str() {
             "true" => visitor.visit_bool(true),
             "false" => visitor.visit_bool(false),
-            _ => Err(DeError(format!(
-                "{} = '{}' is not true or false",
-                self.key, self.text
-            ))),
+            _ => Err(self.invalid("is not true or false")),
         }
     }
 
@@ -413,10 +529,14 @@ impl<'de> de::Deserializer<'de> for TextValue<'de> {
     fn deserialize_enum<V: Visitor<'de>>(
         self,
         _name: &'static str,
-        _variants: &'static [&'static str],
+        variants: &'static [&'static str],
         visitor: V,
     ) -> Result<V::Value, DeError> {
-        visitor.visit_enum(self.text.trim().into_deserializer())
+        let name = self.text.trim();
+        if !variants.contains(&name) {
+            return Err(self.invalid(format_args!("is not one of {}", variants.join(", "))));
+        }
+        visitor.visit_enum(name.into_deserializer())
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, DeError> {
@@ -524,6 +644,70 @@ mod tests {
                 .as_deref(),
             Some("1.2.3.4:10912")
         );
+    }
+
+    #[test]
+    fn enum_errors_name_the_key_and_the_variants() {
+        let s = Settings::from_pairs([("flushDiskType", "MASTERX")]);
+        let e = s.deserialize::<Sample>().unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "invalid setting: flushDiskType = 'MASTERX' is not one of ASYNC_FLUSH, SYNC_FLUSH"
+        );
+        // Blanks around a variant are fine, as around numbers.
+        let s = Settings::from_pairs([("flushDiskType", " SYNC_FLUSH ")]);
+        assert_eq!(
+            s.deserialize::<Sample>().unwrap().flush_disk_type,
+            Flush::SYNC_FLUSH
+        );
+    }
+
+    #[test]
+    fn every_value_error_names_the_key() {
+        // Errors serde makes itself (a type the text cannot be, a Deserialize impl that
+        // refuses the text) carry the key too.
+        #[derive(Debug, Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        #[allow(dead_code, reason = "only the errors are looked at")]
+        struct Odd {
+            initial: Option<char>,
+            addr: Option<std::net::IpAddr>,
+        }
+        for (key, text) in [("initial", "abc"), ("addr", "10.0.0")] {
+            let e = Settings::from_pairs([(key, text)])
+                .deserialize::<Odd>()
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("{key} = '{text}'")), "{e}");
+        }
+    }
+
+    #[test]
+    fn properties_surrogate_pair_escapes_are_one_char() {
+        // Java's Properties.store writes an astral char as two \u escapes (UTF-16).
+        let p = parse_properties("k=\\uD802\\uDC57 \\uD83D\\uDE00\nlone=\\uD802x\n");
+        assert_eq!(p["k"], "\u{10857} \u{1F600}");
+        assert_eq!(p["lone"], "\u{fffd}x");
+    }
+
+    #[test]
+    fn properties_escaped_trailing_blank_is_kept() {
+        // Bare trailing blanks are dropped (a lenient reading of hand-written files),
+        // escaped ones are part of the value, as Java keeps them.
+        let p = parse_properties("a=x\\  \nb=\\ \nc=y\\t \t\nd=z  \n");
+        assert_eq!(p["a"], "x ");
+        assert_eq!(p["b"], " ");
+        assert_eq!(p["c"], "y\t");
+        assert_eq!(p["d"], "z");
+    }
+
+    #[test]
+    fn properties_blanks_are_javas_only() {
+        // Java separates and indents with ' ', '\t' and '\f' only; other Unicode
+        // spaces belong to the key or value.
+        let p = parse_properties("\u{3000}k\u{a0}x = v\u{3000}\n\u{c}f\tv\n");
+        assert_eq!(p["\u{3000}k\u{a0}x"], "v\u{3000}");
+        assert_eq!(p["f"], "v");
     }
 
     #[test]

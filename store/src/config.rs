@@ -245,31 +245,54 @@ impl Default for StoreConfig {
     }
 }
 
-/// Parses `messageDelayLevel` into delays in ms, level 1 first.
+/// Parses `messageDelayLevel` into the delay of each level in ms, level 1 first: the
+/// one parser of this key (the store's dispatch computes deliver times with it, the
+/// broker's schedule service delivers with it).
+///
+/// Entries are separated by whitespace; each is a decimal number followed by a unit
+/// `s`, `m`, `h` or `d`. Every delay is in `0..=i64::MAX` ms, so callers add it to a
+/// timestamp with saturating arithmetic only.
 ///
 /// # Errors
-/// An entry that is not a number followed by `s`, `m`, `h` or `d`.
+/// An entry without a known unit or without a number before it, a delay that does
+/// not fit in `i64` ms, or no entry at all.
 pub fn parse_delay_levels(s: &str) -> Result<Vec<i64>, ConfigError> {
-    let bad = |reason| ConfigError::Invalid {
+    let bad = |entry: &str, reason| ConfigError::InvalidEntry {
         key: "messageDelayLevel",
         value: s.to_owned(),
+        entry: entry.to_owned(),
         reason,
     };
-    s.split(' ')
-        .filter(|v| !v.is_empty())
-        .map(|v| {
-            let (num, unit) = v.split_at(v.len() - 1);
-            let unit_ms: i64 = match unit {
+    let levels = s
+        .split_whitespace()
+        .map(|entry| {
+            // The unit is the last char, not the last byte: an operator's typo may be
+            // any character.
+            let unit_at = entry.char_indices().last().map_or(0, |(i, _)| i);
+            let (num, unit) = entry.split_at(unit_at);
+            let unit_ms: u64 = match unit {
                 "s" => 1_000,
                 "m" => 60_000,
                 "h" => 3_600_000,
                 "d" => 86_400_000,
-                _ => return Err(bad("each level needs a unit s, m, h or d")),
+                _ => return Err(bad(entry, "needs a unit s, m, h or d")),
             };
-            let n: i64 = num.parse().map_err(|_| bad("a level is not a number"))?;
-            n.checked_mul(unit_ms).ok_or(bad("a level is too long"))
+            let n: u64 = num
+                .parse()
+                .map_err(|_| bad(entry, "needs a whole number before the unit"))?;
+            n.checked_mul(unit_ms)
+                .and_then(|ms| i64::try_from(ms).ok())
+                .ok_or_else(|| bad(entry, "is too long"))
         })
-        .collect()
+        .collect::<Result<Vec<_>, _>>()?;
+    if levels.is_empty() {
+        return Err(ConfigError::Invalid {
+            key: "messageDelayLevel",
+            value: s.to_owned(),
+            reason: "names no delay level",
+        });
+    }
+    Ok(levels)
 }
 
 /// Parses `deleteWhen` (`"04"`, `"04;10"`) into hours; unparsable entries are skipped,
@@ -395,7 +418,10 @@ impl StoreConfig {
                 *v = 1;
             }
         }
-        let cq = self.mapped_file_size_consume_queue.div_ceil(20) * 20;
+        let cq = self
+            .mapped_file_size_consume_queue
+            .div_ceil(20)
+            .saturating_mul(20);
         if !(20..=MAX_MAPPED_FILE_SIZE).contains(&cq) {
             return Err(ConfigError::Invalid {
                 key: "mappedFileSizeConsumeQueue",
@@ -413,9 +439,9 @@ impl StoreConfig {
         }
         if self.index_file_size() > MAX_MAPPED_FILE_SIZE {
             return Err(ConfigError::Invalid {
-                key: "maxIndexNum",
-                value: self.max_index_num.to_string(),
-                reason: "the index file would exceed 2 GiB",
+                key: "maxHashSlotNum/maxIndexNum",
+                value: format!("{}/{}", self.max_hash_slot_num, self.max_index_num),
+                reason: "the index file (4 bytes a slot, 20 an entry) would exceed 2 GiB",
             });
         }
         parse_delay_levels(&self.message_delay_level)?;
@@ -464,6 +490,7 @@ impl StoreConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn tilde_means_home() {
@@ -544,10 +571,43 @@ mod tests {
                 .len(),
             18
         );
-        assert!(parse_delay_levels("s").is_err());
+        for bad in ["", " ", "1", "1x", "s", "-1s", "1.5s", "+s"] {
+            assert!(parse_delay_levels(bad).is_err(), "{bad}");
+        }
+        // Tabs and repeated blanks separate entries too.
+        assert_eq!(parse_delay_levels(" 1s\t 2s ").unwrap(), vec![1_000, 2_000]);
         assert_eq!(parse_delete_when("04"), vec![4]);
         assert_eq!(parse_delete_when("04;10; 23"), vec![4, 10, 23]);
         assert!(parse_delete_when("x").is_empty());
+    }
+
+    #[test]
+    fn delay_level_with_multibyte_unit_is_an_error() {
+        // Slicing off the last byte of "1é" cut inside the 'é' and panicked.
+        let e = parse_delay_levels("1s 1é").unwrap_err().to_string();
+        assert!(e.contains("messageDelayLevel") && e.contains("'1é'"), "{e}");
+    }
+
+    #[test]
+    fn delay_level_too_long_is_an_error() {
+        // i64::MAX ms is 106 751 991 167 days and a bit.
+        assert_eq!(
+            parse_delay_levels("106751991167d").unwrap(),
+            vec![106_751_991_167 * 86_400_000]
+        );
+        for long in ["106751991168d", "300000000000000d", "18446744073709551616s"] {
+            let e = parse_delay_levels(long).unwrap_err().to_string();
+            assert!(e.contains(long), "{e}");
+        }
+    }
+
+    #[test]
+    fn consume_queue_file_size_near_u64_max_is_an_error() {
+        // Rounding up to whole 20-byte units overflowed.
+        let mut c = StoreConfig::with_root("/tmp/x");
+        c.mapped_file_size_consume_queue = u64::MAX;
+        let e = c.sanitize().unwrap_err().to_string();
+        assert!(e.contains("mappedFileSizeConsumeQueue"), "{e}");
     }
 
     #[test]
@@ -580,6 +640,99 @@ mod tests {
             c.flush_interval_commit_log, 500,
             "absent keys keep defaults"
         );
+    }
+
+    /// Numbers at and past the bounds the store's arithmetic cares about.
+    fn edge() -> impl Strategy<Value = u64> {
+        prop_oneof![
+            prop::sample::select(vec![
+                0,
+                1,
+                19,
+                20,
+                21,
+                4095,
+                4096,
+                65_536 + 8,
+                u64::from(u32::MAX),
+                i32::MAX as u64,
+                i32::MAX as u64 + 1,
+                i64::MAX as u64,
+                u64::MAX - 19,
+                u64::MAX,
+            ]),
+            any::<u64>(),
+            0u64..100_000,
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn delay_levels_never_panic(text in "\\PC{0,40}|[0-9smhd+\\- \\t\u{e9}]{0,30}") {
+            if let Ok(levels) = parse_delay_levels(&text) {
+                prop_assert!(!levels.is_empty() && levels.iter().all(|ms| *ms >= 0));
+            }
+            let _ = parse_delete_when(&text);
+        }
+
+        #[test]
+        fn delay_levels_read_back(levels in prop::collection::vec((0u64..1_000_000, 0usize..4), 1..20)) {
+            const UNITS: [(&str, i64); 4] = [("s", 1_000), ("m", 60_000), ("h", 3_600_000), ("d", 86_400_000)];
+            let text = levels
+                .iter()
+                .map(|(n, u)| format!("{n}{}", UNITS[*u].0))
+                .collect::<Vec<_>>()
+                .join(" ");
+            let want: Vec<i64> = levels
+                .iter()
+                .map(|(n, u)| i64::try_from(*n).unwrap() * UNITS[*u].1)
+                .collect();
+            prop_assert_eq!(parse_delay_levels(&text).unwrap(), want);
+        }
+
+        #[test]
+        fn delete_when_reads_back(hours in prop::collection::vec(0u32..24, 0..6)) {
+            let text = hours.iter().map(|h| format!("{h:02}")).collect::<Vec<_>>().join(";");
+            prop_assert_eq!(parse_delete_when(&text), hours);
+        }
+
+        #[test]
+        fn sanitize_never_panics_and_leaves_sane_values(
+            edits in prop::collection::vec((any::<prop::sample::Index>(), edge()), 0..16),
+            delay in "\\PC{0,12}|1s 2s",
+            delete_when in "\\PC{0,8}|04",
+        ) {
+            let base = serde_json::to_value(StoreConfig::with_root("/tmp/x")).unwrap();
+            let numeric: Vec<String> = base
+                .as_object()
+                .unwrap()
+                .iter()
+                .filter(|(_, v)| v.is_u64())
+                .map(|(k, _)| k.clone())
+                .collect();
+            let mut value = base;
+            value["messageDelayLevel"] = delay.into();
+            value["deleteWhen"] = delete_when.into();
+            for (i, n) in edits {
+                let key = i.get(&numeric);
+                let before = value[key].clone();
+                value[key] = n.into();
+                // A number the field's type cannot hold is a parse error, not a config.
+                if serde_json::from_value::<StoreConfig>(value.clone()).is_err() {
+                    value[key] = before;
+                }
+            }
+            let mut c: StoreConfig = serde_json::from_value(value).unwrap();
+            if c.sanitize().is_ok() {
+                prop_assert!((MIN_MAPPED_FILE_SIZE..=MAX_MAPPED_FILE_SIZE).contains(&c.mapped_file_size_commit_log));
+                prop_assert_eq!(c.mapped_file_size_consume_queue % 20, 0);
+                prop_assert!(c.index_file_size() <= MAX_MAPPED_FILE_SIZE);
+                prop_assert!((10..=95).contains(&c.disk_max_used_space_ratio));
+                prop_assert!(c.access_message_in_memory_max_ratio <= 100);
+                prop_assert!(!parse_delay_levels(&c.message_delay_level).unwrap().is_empty());
+                let _ = c.max_record_size();
+            }
+        }
     }
 
     #[test]

@@ -89,7 +89,7 @@ pub fn tags_code(
                     .get(level as usize - 1)
                     .copied()
                     .unwrap_or(1000);
-                code = store_timestamp + delay;
+                code = store_timestamp.saturating_add(delay);
             }
         }
     }
@@ -419,6 +419,25 @@ impl Dispatcher {
 mod tests {
     use super::*;
     use crate::config::{DEFAULT_MESSAGE_DELAY_LEVEL, parse_delay_levels};
+
+    #[test]
+    fn deliver_time_saturates_instead_of_overflowing() {
+        // A slave dispatches the master's bytes: the store timestamp is network input,
+        // and a level may be as long as i64::MAX ms.
+        let levels = [1_000, i64::MAX];
+        assert_eq!(
+            tags_code(SCHEDULE_TOPIC, None, Some("1"), i64::MAX - 1, &levels),
+            i64::MAX
+        );
+        assert_eq!(
+            tags_code(SCHEDULE_TOPIC, None, Some("2"), 1_700_000_000_000, &levels),
+            i64::MAX
+        );
+        assert_eq!(
+            tags_code(SCHEDULE_TOPIC, None, Some("1"), i64::MIN, &levels),
+            i64::MIN + 1_000
+        );
+    }
 
     #[test]
     fn tags_codes_follow_rocketmq() {

@@ -115,4 +115,16 @@ pub enum ConfigError {
         /// Why.
         reason: &'static str,
     },
+    /// One entry of a list-valued setting is invalid.
+    #[error("{key} = '{value}': entry '{entry}' is invalid: {reason}")]
+    InvalidEntry {
+        /// RocketMQ key name.
+        key: &'static str,
+        /// The whole value given.
+        value: String,
+        /// The offending entry.
+        entry: String,
+        /// Why.
+        reason: &'static str,
+    },
 }

@@ -55,6 +55,14 @@ impl MappedFileQueue {
         found.sort();
         let mut files: Vec<MappedFile> = Vec::with_capacity(found.len());
         for (from, path) in found {
+            // Offsets are Java longs on the wire and in RocketMQ's files.
+            if from > (i64::MAX as u64).saturating_sub(file_size as u64) {
+                return Err(StoreError::Corrupt {
+                    file: path,
+                    offset: from,
+                    reason: "file offset is past the largest offset (i64::MAX)",
+                });
+            }
             if from % file_size as u64 != 0 {
                 return Err(StoreError::Corrupt {
                     file: path,
@@ -328,6 +336,23 @@ mod tests {
             MappedFileQueue::load(dir.path(), 8192, None),
             Err(StoreError::FileSize { .. })
         ));
+    }
+
+    #[test]
+    fn file_named_past_the_largest_offset_is_refused() {
+        // RocketMQ's offsets are Java longs: a file starting above i64::MAX - size
+        // cannot be one of its files, and its end offset overflowed u64 arithmetic.
+        let dir = tempfile::tempdir().unwrap();
+        let from = u64::MAX - 4095;
+        std::fs::write(
+            dir.path().join(crate::mapped_file::file_name(from)),
+            [0u8; 4096],
+        )
+        .unwrap();
+        let e = MappedFileQueue::load(dir.path(), 4096, None)
+            .map(|q| q.max_offset())
+            .unwrap_err();
+        assert!(e.to_string().contains("18446744073709547520"), "{e}");
     }
 
     #[test]

@@ -262,6 +262,12 @@ impl MessageStore {
         &self.inner.checkpoint
     }
 
+    /// The delay of each level in ms (`messageDelayLevel`), level 1 first; never empty.
+    #[must_use]
+    pub fn delay_levels(&self) -> &[i64] {
+        &self.inner.delay_levels
+    }
+
     /// The (sanitized) configuration.
     #[must_use]
     pub fn config(&self) -> &StoreConfig {

@@ -7,7 +7,7 @@
 //! there is no intermediate buffer), [`decode`] reads from `&[u8]` and tells
 //! "need more bytes" (`Ok(None)`) from "invalid" (`Err`).
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, SocketAddrV4, SocketAddrV6};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
 /// Magic of a v1 message record (`0xDAA320A7`, RocketMQ `MESSAGE_MAGIC_CODE` = -626843481):
 /// 1-byte topic length.
@@ -669,40 +669,37 @@ pub fn offset_msg_id(store_host: &SocketAddr, offset: u64) -> String {
     s
 }
 
-/// Parses an offset message id back into store host and offset.
+/// Parses an offset message id (32 or 56 hex digits, either case) back into store host
+/// and offset: the one decoder of this format ([`offset_msg_id`] is its encoder).
+/// `None` for any other length, a non-hex digit, or a port outside 0..=65535.
 #[must_use]
 pub fn parse_offset_msg_id(id: &str) -> Option<(SocketAddr, u64)> {
-    let raw: Vec<u8> = (0..id.len())
-        .step_by(2)
-        .map(|i| {
-            id.get(i..i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        })
-        .collect::<Option<_>>()?;
-    let (ip, rest): (IpAddr, &[u8]) = match raw.len() {
-        16 => (
-            IpAddr::V4(Ipv4Addr::new(raw[0], raw[1], raw[2], raw[3])),
-            &raw[4..],
-        ),
-        28 => {
-            let mut a = [0u8; 16];
-            a.copy_from_slice(&raw[..16]);
-            (IpAddr::V6(Ipv6Addr::from(a)), &raw[16..])
-        }
+    let ip_len = match id.len() {
+        32 => 4,
+        56 => 16,
         _ => return None,
     };
-    let port = i32::from_be_bytes(rest[..4].try_into().ok()?);
-    let offset = u64::from_be_bytes(rest[4..12].try_into().ok()?);
-    let addr = match ip {
-        IpAddr::V4(v4) => SocketAddr::V4(SocketAddrV4::new(v4, port as u16)),
-        IpAddr::V6(v6) => SocketAddr::V6(SocketAddrV6::new(v6, port as u16, 0, 0)),
+    let digit = |b: u8| char::from(b).to_digit(16);
+    let raw: Vec<u8> = id
+        .as_bytes()
+        .chunks_exact(2)
+        .map(|pair| u8::try_from(digit(pair[0])? << 4 | digit(pair[1])?).ok())
+        .collect::<Option<_>>()?;
+    let (ip, rest) = raw.split_at(ip_len);
+    let ip = match <[u8; 4]>::try_from(ip) {
+        Ok(v4) => IpAddr::V4(Ipv4Addr::from(v4)),
+        Err(_) => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(ip).ok()?)),
     };
-    Some((addr, offset))
+    let port = i32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
+    let port = u16::try_from(port).ok()?;
+    let offset = u64::from_be_bytes(rest.get(4..12)?.try_into().ok()?);
+    Some((SocketAddr::new(ip, port), offset))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     fn sample<'a>(body: &'a [u8], topic: &'a [u8], props: &'a [u8]) -> RecordFields<'a> {
         let born: SocketAddr = "10.0.0.1:5555".parse().unwrap();
@@ -822,6 +819,115 @@ mod tests {
             assert_eq!(value, properties::get(s, key), "{key}");
         }
         assert_eq!(many[0], Some("b"));
+    }
+
+    #[test]
+    fn offset_msg_id_with_signs_or_a_wide_port_is_refused() {
+        // `from_str_radix` takes a leading '+': "+F" read as 0x0F.
+        assert_eq!(
+            parse_offset_msg_id("+F000001000051AF0000000000000000"),
+            None
+        );
+        assert_eq!(
+            parse_offset_msg_id("7F000001000051AF+000000000000000"),
+            None
+        );
+        // Port 0x00010000 does not fit in 16 bits (it was truncated to 0).
+        assert_eq!(
+            parse_offset_msg_id("7F000001000100000000000000000000"),
+            None
+        );
+        assert_eq!(
+            parse_offset_msg_id("7F000001FFFFFFFF0000000000000000"),
+            None
+        );
+        // Multi-byte UTF-8 of the right byte length.
+        assert_eq!(parse_offset_msg_id("ééééééééééééééé00"), None);
+        let lower = "7f000001000051af00000000000000ff";
+        assert_eq!(
+            parse_offset_msg_id(lower),
+            Some(("127.0.0.1:20911".parse().unwrap(), 255))
+        );
+    }
+
+    fn host() -> impl Strategy<Value = SocketAddr> {
+        (any::<IpAddr>(), any::<u16>()).prop_map(|(ip, port)| SocketAddr::new(ip, port))
+    }
+
+    proptest! {
+        #[test]
+        fn decode_never_panics(
+            mut bytes in prop::collection::vec(any::<u8>(), 0..256),
+            magic in prop::sample::select(vec![MESSAGE_MAGIC_CODE, MESSAGE_MAGIC_CODE_V2, BLANK_MAGIC_CODE, 0]),
+            total in prop::option::of(0u32..300),
+        ) {
+            // Mostly a known magic and a plausible size, so decoding gets past the head.
+            if bytes.len() >= 8 {
+                bytes[4..8].copy_from_slice(&magic.to_be_bytes());
+                if let Some(total) = total {
+                    bytes[..4].copy_from_slice(&total.to_be_bytes());
+                }
+            }
+            if let Ok(Some(Record::Message(m))) = decode(&bytes) {
+                prop_assert_eq!(m.total_size as usize, record_len(m.sys_flag, m.body.len(), m.topic.len(), m.properties.len(), m.magic == MESSAGE_MAGIC_CODE_V2).unwrap());
+                let _ = (m.verify_crc(), m.properties_str());
+            }
+            let _ = peek_store_timestamp(&bytes);
+        }
+
+        #[test]
+        fn records_read_back(
+            (born, store) in (host(), host()),
+            (queue_id, flag, reconsume, sys) in (any::<i32>(), any::<i32>(), any::<i32>(), any::<i32>()),
+            (queue_offset, physical_offset, born_ts, store_ts, prepared) in
+                (0..=i64::MAX as u64, 0..=i64::MAX as u64, any::<i64>(), any::<i64>(), any::<i64>()),
+            body in prop::collection::vec(any::<u8>(), 0..300),
+            topic in "\\PC{0,140}",
+            props in "\\PC{0,60}",
+        ) {
+            let sys_flag = sys_flag::with_host_bits(sys, &born, &store);
+            let f = RecordFields {
+                body_crc: body_crc(&body),
+                queue_id, flag, queue_offset, physical_offset, sys_flag,
+                born_timestamp: born_ts, born_host: born,
+                store_timestamp: store_ts, store_host: store,
+                reconsume_times: reconsume,
+                prepared_transaction_offset: prepared,
+                body: &body,
+                topic: topic.as_bytes(),
+                properties: [props.as_bytes(), &[], &[]],
+            };
+            let Some(len) = f.encoded_len() else { return Ok(()) };
+            let mut buf = vec![0u8; len];
+            encode(&mut buf, &f);
+            let Some(Record::Message(m)) = decode(&buf).unwrap() else {
+                return Err(TestCaseError::fail("not a message"));
+            };
+            prop_assert!(m.verify_crc().is_ok());
+            prop_assert_eq!((m.queue_id, m.flag, m.queue_offset, m.physical_offset, m.sys_flag),
+                (queue_id, flag, queue_offset, physical_offset, sys_flag));
+            prop_assert_eq!((m.born_host, m.store_host, m.born_timestamp, m.store_timestamp), (born, store, born_ts, store_ts));
+            prop_assert_eq!((m.reconsume_times, m.prepared_transaction_offset), (reconsume, prepared));
+            prop_assert_eq!((m.body, m.topic, m.properties), (&body[..], topic.as_str(), props.as_bytes()));
+            prop_assert_eq!(peek_store_timestamp(&buf), Some(store_ts));
+            for cut in [0, 7, 8, len / 2, len - 1] {
+                prop_assert_eq!(decode(&buf[..cut]), Ok(None));
+            }
+        }
+
+        #[test]
+        fn offset_msg_ids_read_back(addr in host(), offset in any::<u64>(), lower in any::<bool>()) {
+            let id = offset_msg_id(&addr, offset);
+            let id = if lower { id.to_lowercase() } else { id };
+            prop_assert_eq!(parse_offset_msg_id(&id), Some((addr, offset)));
+        }
+
+        #[test]
+        fn offset_msg_id_parse_never_panics(text in "\\PC{0,60}|[0-9a-fA-F+\\-]{30,58}") {
+            if let Some((addr, offset)) = parse_offset_msg_id(&text) {
+                prop_assert!(offset_msg_id(&addr, offset).eq_ignore_ascii_case(&text));
+            }
+        }
     }
 
     #[test]

@@ -135,16 +135,6 @@ pub fn is_send_ok(code: i32) -> bool {
     )
 }
 
-/// Parses `host:port;host:port` (RocketMQ's `namesrvAddr` form).
-#[must_use]
-pub fn parse_namesrv_list(text: &str) -> Vec<String> {
-    text.split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
-}
-
 struct Inner {
     remoting: RemotingClient,
     namesrv: Vec<String>,
@@ -779,15 +769,6 @@ pub fn send_result(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn namesrv_list() {
-        assert_eq!(
-            parse_namesrv_list(" 127.0.0.1:9876; 127.0.0.1:9877 ;;"),
-            ["127.0.0.1:9876", "127.0.0.1:9877"]
-        );
-        assert!(parse_namesrv_list("").is_empty());
-    }
 
     #[test]
     fn send_results() {

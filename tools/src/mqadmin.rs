@@ -27,7 +27,7 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::client::{Client, DEFAULT_TIMEOUT, parse_namesrv_list};
+use crate::client::{Client, DEFAULT_TIMEOUT};
 use crate::error::{Result, ToolsError};
 
 /// `mqadmin` command line.
@@ -223,7 +223,7 @@ pub async fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     let namesrv = common
         .namesrv
         .as_deref()
-        .map(parse_namesrv_list)
+        .map(remoting::net::split_addr_list)
         .unwrap_or_default();
     let timeout = if common.timeout_millis == 0 {
         DEFAULT_TIMEOUT
@@ -357,14 +357,80 @@ pub(crate) fn fail_on_any(errors: Vec<ToolsError>) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use clap::CommandFactory;
+    use proptest::prelude::*;
 
     fn parse(args: &[&str]) -> std::result::Result<Cli, clap::Error> {
         Cli::try_parse_from(std::iter::once("mqadmin").chain(args.iter().copied()))
     }
 
+    /// Every sub command with the flags it takes (`-x` and `--long`).
+    fn commands() -> Vec<(String, Vec<String>)> {
+        Cli::command()
+            .get_subcommands()
+            .map(|c| {
+                let mut flags = Vec::new();
+                for arg in c.get_arguments() {
+                    flags.extend(arg.get_short().map(|s| format!("-{s}")));
+                    flags.extend(arg.get_long().map(|l| format!("--{l}")));
+                }
+                (c.get_name().to_owned(), flags)
+            })
+            .collect()
+    }
+
+    fn value_text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            prop::sample::select(vec![
+                "T",
+                "0",
+                "-1",
+                "true",
+                "TRUE",
+                "2147483648",
+                "127.0.0.1:10911",
+                "now",
+                "a:1;b:2",
+                "2026-11-29#14:03:07:123",
+                "7F000001000051AF0000000000000000",
+                "",
+                "-",
+                "--",
+            ])
+            .prop_map(str::to_owned),
+            any::<i64>().prop_map(|n| n.to_string()),
+            "\\PC{0,16}",
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn any_arguments_parse_or_fail_cleanly(
+            command in any::<prop::sample::Index>(),
+            args in prop::collection::vec((any::<prop::sample::Index>(), value_text(), any::<bool>()), 0..8),
+        ) {
+            let commands = commands();
+            let (name, flags) = command.get(&commands);
+            let mut argv = vec!["mqadmin".to_owned(), name.clone()];
+            for (flag, value, with_value) in args {
+                if !flags.is_empty() {
+                    argv.push(flag.get(flags).clone());
+                }
+                if with_value {
+                    argv.push(value);
+                }
+            }
+            let _ = Cli::try_parse_from(&argv);
+        }
+
+        #[test]
+        fn java_bool_never_panics(text in "\\PC{0,12}") {
+            prop_assert_eq!(java_bool(&text), Ok(text.trim().eq_ignore_ascii_case("true")));
+        }
+    }
+
     #[test]
     fn cli_definition_is_valid() {
-        use clap::CommandFactory;
         Cli::command().debug_assert();
     }
 

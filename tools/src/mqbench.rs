@@ -224,6 +224,27 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn durations_never_panic(text in "\\PC{0,20}|[0-9.emsh ]{0,24}") {
+            let _ = parse_duration(&text);
+        }
+
+        #[test]
+        fn durations_read_back(n in 0u64..1_000_000_000, unit in 0usize..4) {
+            let (suffix, want) = [
+                ("ms", Duration::from_millis(n)),
+                ("s", Duration::from_secs(n)),
+                ("m", Duration::from_secs(n * 60)),
+                ("h", Duration::from_secs(n * 3600)),
+            ][unit];
+            // Through an f64 of seconds: exact to well under a microsecond here.
+            let got = parse_duration(&format!(" {n}{suffix} ")).unwrap();
+            prop_assert!(got.abs_diff(want) < Duration::from_micros(1), "{:?} vs {:?}", got, want);
+        }
+    }
 
     #[test]
     fn durations() {

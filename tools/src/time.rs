@@ -93,7 +93,11 @@ pub fn parse_rocketmq_date(text: &str) -> Option<i64> {
     let y: i64 = d.next()?.parse().ok()?;
     let mo: u32 = d.next()?.parse().ok()?;
     let day: u32 = d.next()?.parse().ok()?;
-    if d.next().is_some() || !(1..=12).contains(&mo) || !(1..=31).contains(&day) {
+    if d.next().is_some()
+        || !(-MAX_YEAR..=MAX_YEAR).contains(&y)
+        || !(1..=12).contains(&mo)
+        || !(1..=31).contains(&day)
+    {
         return None;
     }
     let t: Vec<i64> = time
@@ -110,8 +114,14 @@ pub fn parse_rocketmq_date(text: &str) -> Option<i64> {
     {
         return None;
     }
-    Some(days_from_civil(y, mo, day) * 86_400_000 + h * 3_600_000 + mi * 60_000 + s * 1000 + ms)
+    days_from_civil(y, mo, day)
+        .checked_mul(86_400_000)?
+        .checked_add(h * 3_600_000 + mi * 60_000 + s * 1000 + ms)
 }
+
+/// Years whose days [`days_from_civil`] computes without overflow; epoch milliseconds
+/// (checked) reach about 292 million years either way.
+const MAX_YEAR: i64 = 1_000_000_000;
 
 /// A timestamp option: `now`, epoch milliseconds, or `yyyy-MM-dd#HH:mm:ss:SSS`.
 #[must_use]
@@ -126,6 +136,36 @@ pub fn parse_timestamp_arg(text: &str, now_ms: i64) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    /// Last millisecond of 9999-12-31, the largest `yyyy` date.
+    const MAX_4_DIGIT_YEAR_MS: i64 = 253_402_300_799_999;
+
+    proptest! {
+        #[test]
+        fn timestamp_args_never_panic(text in "\\PC{0,40}|[0-9#:\\- ]{0,40}", now in any::<i64>()) {
+            let _ = parse_timestamp_arg(&text, now);
+        }
+
+        #[test]
+        fn dates_read_back(ms in 0..=MAX_4_DIGIT_YEAR_MS) {
+            // `yyyy-MM-dd HH:mm:ss,SSS` -> `yyyy-MM-dd#HH:mm:ss:SSS`.
+            let text = human_millis(ms).replacen(' ', "#", 1).replacen(',', ":", 1);
+            prop_assert_eq!(parse_rocketmq_date(&text), Some(ms));
+            prop_assert_eq!(parse_timestamp_arg(&ms.to_string(), 0), Some(ms));
+        }
+
+        #[test]
+        fn formatting_never_panics(ms in any::<i64>()) {
+            let _ = (human_millis(ms), human_seconds(ms));
+        }
+
+        #[test]
+        fn civil_days_read_back(days in -1_000_000_000i64..1_000_000_000) {
+            let (y, m, d) = civil_from_days(days);
+            prop_assert_eq!(days_from_civil(y, m, d), days);
+        }
+    }
 
     #[test]
     fn civil_round_trip() {
@@ -135,6 +175,24 @@ mod tests {
         }
         assert_eq!(civil_from_days(0), (1970, 1, 1));
         assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+    }
+
+    #[test]
+    fn date_with_a_huge_year_is_refused() {
+        // Day and millisecond arithmetic overflowed i64 for these years.
+        for text in [
+            "99999999999999-01-01#00:00:00:000",
+            "-9223372036854775808-01-01#00:00:00:000",
+            "9223372036854775807-12-31#23:59:59:999",
+        ] {
+            assert_eq!(parse_rocketmq_date(text), None, "{text}");
+            assert_eq!(parse_timestamp_arg(text, 5), None, "{text}");
+        }
+        // The extremes of what fits still parse.
+        let far = parse_rocketmq_date("99999-12-31#23:59:59:999").unwrap();
+        assert_eq!(human_millis(far), "99999-12-31 23:59:59,999");
+        let early = parse_rocketmq_date("0001-01-01#00:00:00:000").unwrap();
+        assert_eq!(human_millis(early), "0001-01-01 00:00:00,000");
     }
 
     #[test]

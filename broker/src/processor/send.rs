@@ -273,7 +273,7 @@ pub fn delay_rewrite(
     properties: &str,
     level: i32,
 ) -> (String, i32, String) {
-    let max_level = i32::try_from(broker.delay_levels.len()).unwrap_or(i32::MAX);
+    let max_level = i32::try_from(broker.store.delay_levels().len()).unwrap_or(i32::MAX);
     let level = level.clamp(1, max_level);
     let props = message::set(
         properties,

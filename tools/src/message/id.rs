@@ -9,7 +9,7 @@
 //! `queryMsgById` tries the offset id first and falls back to a unique-key query, as
 //! RocketMQ's admin does.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -43,7 +43,7 @@ impl OffsetMsgId {
         store::record::offset_msg_id(&self.addr, self.offset as u64)
     }
 
-    /// Decodes a 32- or 56-char hex id (either case).
+    /// Decodes a 32- or 56-char hex id (either case), with the store's decoder.
     ///
     /// # Errors
     /// Wrong length, not hex, or a port outside 0..=65535.
@@ -52,27 +52,15 @@ impl OffsetMsgId {
             id: id.to_owned(),
             reason,
         };
-        let ip_len = match id.len() {
-            32 => 4,
-            56 => 16,
-            _ => return Err(err("expected 32 (IPv4) or 56 (IPv6) hex chars")),
-        };
-        let bytes = parse_hex(id).ok_or_else(|| err("not hex"))?;
-        let (ip, rest) = bytes.split_at(ip_len);
-        let ip = if ip_len == 4 {
-            IpAddr::V4(Ipv4Addr::new(ip[0], ip[1], ip[2], ip[3]))
-        } else {
-            let mut octets = [0u8; 16];
-            octets.copy_from_slice(ip);
-            IpAddr::V6(Ipv6Addr::from(octets))
-        };
-        let port = i32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]);
-        let port = u16::try_from(port).map_err(|_| err("port out of range"))?;
-        let mut off = [0u8; 8];
-        off.copy_from_slice(&rest[4..12]);
+        if id.len() != 32 && id.len() != 56 {
+            return Err(err("expected 32 (IPv4) or 56 (IPv6) hex chars"));
+        }
+        let (addr, offset) = store::record::parse_offset_msg_id(id)
+            .ok_or_else(|| err("not hex, or a port outside 0..=65535"))?;
         Ok(OffsetMsgId {
-            addr: SocketAddr::new(ip, port),
-            offset: i64::from_be_bytes(off),
+            addr,
+            // The offset is an int64 on the wire: the same eight bytes either way.
+            offset: offset as i64,
         })
     }
 }
@@ -230,6 +218,7 @@ fn local_ip() -> Option<IpAddr> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use std::net::Ipv6Addr;
 
     #[test]
     fn offset_id_golden() {
@@ -304,8 +293,19 @@ mod tests {
         }
 
         #[test]
-        fn decode_never_panics(text in "\\PC{0,60}") {
-            let _ = OffsetMsgId::decode(&text);
+        fn decode_never_panics(text in "\\PC{0,60}|[0-9a-fA-F+ ]{30,58}") {
+            if let Ok(id) = OffsetMsgId::decode(&text) {
+                prop_assert!(id.encode().eq_ignore_ascii_case(&text));
+            }
+        }
+
+        #[test]
+        fn hex_reads_back(bytes in prop::collection::vec(any::<u8>(), 0..40), text in "\\PC{0,20}") {
+            prop_assert_eq!(parse_hex(&hex_upper(&bytes)), Some(bytes.clone()));
+            prop_assert_eq!(parse_hex(&hex_upper(&bytes).to_lowercase()), Some(bytes));
+            if let Some(b) = parse_hex(&text) {
+                prop_assert!(hex_upper(&b).eq_ignore_ascii_case(&text));
+            }
         }
     }
 }

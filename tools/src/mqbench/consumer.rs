@@ -14,7 +14,7 @@ use super::stamp;
 use super::stats::{Recorder, Summary};
 use super::{Run, parse_duration, report_progress, settings};
 use crate::admin::select_addr;
-use crate::client::{Client, DEFAULT_TIMEOUT, PullStatus, parse_namesrv_list, pull_flag};
+use crate::client::{Client, DEFAULT_TIMEOUT, PullStatus, pull_flag};
 use crate::error::{Result, ToolsError};
 use crate::message::id::now_millis;
 use crate::message::scan_records;
@@ -149,7 +149,7 @@ pub async fn run(
     let namesrv = args
         .namesrv
         .as_deref()
-        .map(parse_namesrv_list)
+        .map(remoting::net::split_addr_list)
         .unwrap_or_default();
     if namesrv.is_empty() {
         return Err(ToolsError::NoNamesrv);

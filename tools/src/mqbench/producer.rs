@@ -13,7 +13,7 @@ use tokio::sync::Semaphore;
 
 use super::stats::{Recorder, Summary};
 use super::{Run, parse_duration, report_progress, settings};
-use crate::client::{Client, DEFAULT_TIMEOUT, parse_namesrv_list};
+use crate::client::{Client, DEFAULT_TIMEOUT};
 use crate::error::{Result, ToolsError};
 use crate::message::UniqIdGenerator;
 use crate::message::batch::{BatchEntry, encode_batch};
@@ -312,7 +312,7 @@ pub async fn run(
     let namesrv = args
         .namesrv
         .as_deref()
-        .map(parse_namesrv_list)
+        .map(remoting::net::split_addr_list)
         .unwrap_or_default();
     if namesrv.is_empty() {
         return Err(ToolsError::NoNamesrv);

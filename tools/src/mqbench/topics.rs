@@ -15,7 +15,7 @@ use super::producer::topic_names;
 use super::stats::Summary;
 use super::{Run, report_progress, settings};
 use crate::admin::master_addrs;
-use crate::client::{Client, parse_namesrv_list};
+use crate::client::Client;
 use crate::error::{Result, ToolsError};
 
 /// `mqbench topics` options.
@@ -58,7 +58,7 @@ pub async fn run(
     let namesrv = args
         .namesrv
         .as_deref()
-        .map(parse_namesrv_list)
+        .map(remoting::net::split_addr_list)
         .unwrap_or_default();
     if namesrv.is_empty() {
         return Err(ToolsError::NoNamesrv);
