@@ -22,11 +22,21 @@ const EXIT_WITHIN: Duration = Duration::from_millis(1500);
 /// How long a start that does not fail is given before it is killed.
 const GIVE_UP: Duration = Duration::from_secs(10);
 
-/// A broker spec on `port` (VIP port − 2, HA port + 1) with its store under `dir`.
+/// A broker spec on `port` (VIP port − 2, HA port + 1) with its store under `dir`,
+/// from `deploy/broker.toml`.
 fn broker_spec(dir: &Path, port: u16) -> ProcessSpec {
+    broker_spec_from(
+        &workspace_root().join("deploy").join("broker.toml"),
+        dir,
+        port,
+    )
+}
+
+/// [`broker_spec`] from another config file.
+fn broker_spec_from(config: &Path, dir: &Path, port: u16) -> ProcessSpec {
     ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
         .arg("-c")
-        .arg(workspace_root().join("deploy").join("broker.toml"))
+        .arg(config)
         .setting("namesrvAddr", "")
         .setting("listenPort", port)
         .setting("haListenPort", port + 1)
@@ -162,12 +172,12 @@ fn mqbroker_refuses_settings_it_cannot_use() {
         ),
         (
             "unreadable config",
-            spec().arg("-c").arg(&missing),
+            broker_spec_from(&missing, dir.path(), port),
             "missing.conf".to_owned(),
         ),
         (
             "garbled config",
-            spec().arg("-c").arg(&garbled),
+            broker_spec_from(&garbled, dir.path(), port),
             "garbled.toml".to_owned(),
         ),
     ];

@@ -188,10 +188,25 @@ impl Settings {
 }
 
 fn parse_toml(text: &str) -> Result<BTreeMap<String, String>, String> {
-    let table: toml::Table = text.parse().map_err(|e: toml::de::Error| e.to_string())?;
+    let table: toml::Table = text
+        .parse()
+        .map_err(|e: toml::de::Error| toml_error(text, &e))?;
     let mut out = BTreeMap::new();
     flatten_toml(&table, &mut out);
     Ok(out)
+}
+
+/// A TOML error on one line, `line L, column C: message` (the parser's own text draws the
+/// line with a caret over several lines).
+fn toml_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().replace('\n', " ");
+    let Some(at) = e.span().map(|s| s.start.min(text.len())) else {
+        return message;
+    };
+    let before = text.get(..at).unwrap_or(text);
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+    format!("line {line}, column {column}: {message}")
 }
 
 fn flatten_toml(table: &toml::Table, out: &mut BTreeMap<String, String>) {
@@ -628,6 +643,15 @@ mod tests {
             );
             assert_eq!(s.unknown_keys(), vec!["brokerIP1"]);
         }
+    }
+
+    #[test]
+    fn a_toml_error_is_one_line_with_its_position() {
+        let e = parse_toml("a = 1\nlistenPort = = 10911\n").unwrap_err();
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.starts_with("line 2, column 14: "), "{e}");
+        // A span at the very end, and one inside a multi-byte character's line.
+        assert!(parse_toml("é = \"").unwrap_err().starts_with("line 1, "));
     }
 
     #[test]
