@@ -11,6 +11,9 @@
 //!   runner (`ClientProcess`, `ClientOutput`) shared with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
+//! - shared by the drivers (`bench`, and the reliability driver to come): `procs` (child processes killed on drop, panic and Ctrl-C;
+//!   `/proc` figures), `machine` (the machine description), `driver` (build, copy and describe
+//!   the binaries), `stats` (medians, number formatting).
 #![allow(
     clippy::unwrap_used,
     reason = "test harness: a failed setup step should fail the test loudly"
@@ -20,8 +23,12 @@ pub mod bench;
 pub mod child;
 pub mod client;
 pub mod client_suite;
+pub mod driver;
 pub mod go;
 pub mod java;
+pub mod machine;
 pub mod ports;
 pub mod process;
+pub mod procs;
 pub mod rust_client;
+pub mod stats;
