@@ -10,6 +10,8 @@
 //! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); also the process
 //!   runner (`ClientProcess`, `ClientOutput`) shared with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
+//! - `drill`: failover drills with the official Java client — the pair, the switch steps, the
+//!   books of what was acknowledged and what was drained (tests/ha_drill.rs, `reliability`).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
 //! - shared by the drivers (`bench`, and the reliability driver to come): `procs` (child processes killed on drop, panic and Ctrl-C;
 //!   `/proc` figures), `machine` (the machine description), `driver` (build, copy and describe
@@ -23,6 +25,7 @@ pub mod bench;
 pub mod child;
 pub mod client;
 pub mod client_suite;
+pub mod drill;
 pub mod driver;
 pub mod go;
 pub mod java;
