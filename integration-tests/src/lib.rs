@@ -13,7 +13,8 @@
 //! - `drill`: failover drills with the official Java client — the pair, the switch steps, the
 //!   books of what was acknowledged and what was drained (tests/ha_drill.rs, `reliability`).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
-//! - shared by the drivers (`bench`, and the reliability driver to come): `procs` (child processes killed on drop, panic and Ctrl-C;
+//! - `reliability`: the reliability driver (`--bin reliability`, RELIABILITY.md).
+//! - shared by the drivers: `procs` (child processes killed on drop, panic and Ctrl-C;
 //!   `/proc` figures), `machine` (the machine description), `driver` (build, copy and describe
 //!   the binaries), `stats` (medians, number formatting).
 #![allow(
@@ -33,5 +34,6 @@ pub mod machine;
 pub mod ports;
 pub mod process;
 pub mod procs;
+pub mod reliability;
 pub mod rust_client;
 pub mod stats;
