@@ -34,8 +34,9 @@ fn required(kind: Kind) -> &'static [&'static str] {
         Kind::Flood => &[
             "acked",
             "lost",
-            "broker_time_to_accept_all_ms",
-            "namesrv_time_to_accept_all_ms",
+            "broker_accepted",
+            "namesrv_accepted",
+            "broker_handshakes_done_ms",
             "broker_rss_with_mib",
             "producer_p99_ms_broker",
         ],

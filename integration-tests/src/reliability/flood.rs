@@ -58,6 +58,20 @@ pub struct Flood {
 }
 
 impl Flood {
+    /// How many of the connections the other side still holds open: a peek finds nothing to
+    /// read yet (not end of stream, not reset).
+    #[must_use]
+    pub fn still_open(&self) -> usize {
+        let mut buf = [0u8; 1];
+        self.conns
+            .iter()
+            .filter(|c| {
+                c.set_nonblocking(true).is_ok()
+                    && matches!(c.peek(&mut buf), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+            })
+            .count()
+    }
+
     /// Closes every connection; returns how long that took.
     #[must_use]
     pub fn close(self) -> Duration {
@@ -161,6 +175,13 @@ mod tests {
         assert_eq!(held.report.connected, 50, "{:?}", held.report);
         assert_eq!(held.report.failed, 0);
         assert!(held.report.connect_max_ms >= held.report.connect_p50_ms);
+        assert_eq!(held.still_open(), 50);
+        // Accept and close ten of them: the others stay open.
+        for _ in 0..10 {
+            drop(listener.accept().unwrap());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+        assert_eq!(held.still_open(), 40);
         let _ = held.close();
         drop(listener);
         let refused = flood(addr, 3);
