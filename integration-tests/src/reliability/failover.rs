@@ -148,6 +148,8 @@ pub fn run(ctx: &mut Ctx<'_>, sync: bool) -> Result<Outcome, String> {
             .filter(|a| a.is_send_ok() && lost.contains(a.id.as_str()))
             .count() as f64;
         ctx.result.event("lost_per_round", lost_here);
+        ctx.result
+            .event(&format!("{event}_lost_per_round"), lost_here);
         previous = round.rejoin_at;
     }
     ctx.result.count(

@@ -500,7 +500,19 @@ fn rows_for(sc: &Scenario) -> Vec<Row> {
             sum("kills", "kill -9 of the slave"),
             events(
                 "kill_to_first_not_ok_ms",
-                "slave kill → first stored-not-OK answer, ms",
+                "slave kill → first stored-not-OK answer to a send made while it was down, ms",
+            ),
+            sum(
+                "outage_sends_send_ok_after_slave_back",
+                "sends made while the slave was down, held and answered SEND_OK once it was back",
+            ),
+            sum(
+                "outage_sends_not_ok",
+                "sends made while the slave was down, answered stored-not-OK",
+            ),
+            sum(
+                "outage_sends_failed",
+                "sends made while the slave was down that threw",
             ),
             events(
                 "restart_to_caught_up_ms",
@@ -556,6 +568,14 @@ fn rows_for(sc: &Scenario) -> Vec<Row> {
                 "old master's bytes past the promotion point (cut on rejoin)",
             ),
             events("lost_per_round", "acknowledged messages lost per failover"),
+            events(
+                "kill_lost_per_round",
+                "kill rounds: acknowledged messages lost",
+            ),
+            events(
+                "switchover_lost_per_round",
+                "switchover rounds: acknowledged messages lost (SEND_OKs of the old master between promotion and demotion)",
+            ),
             sum(
                 "lost_after_last_rejoin",
                 "acknowledged after the last rejoin and lost",
@@ -754,8 +774,10 @@ fn description(sc: &Scenario, plan: &Plan) -> String {
                 ""
             } else {
                 " With ASYNC_MASTER a SEND_OK does not wait for the slave: what it had not received when the master \
-                 died is lost when the old master rejoins (its tail is cut to the promotion point). The loss is \
-                 reported; it is bounded by the replication lag."
+                 died is lost when the old master rejoins (its tail is cut to the promotion point), and in a \
+                 switchover so is every SEND_OK the old master gave between the promotion and its demotion (the two \
+                 commands do not fence it). The loss is reported; it is bounded by the replication lag and by the \
+                 time between the two commands."
             }
         ),
         Kind::DiskFull => format!(

@@ -98,12 +98,14 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let produced = producer.stop(Duration::from_secs(120));
     let _ = fs::write(ctx.log_dir.join("producer.out"), &produced.output.stdout);
     let acks = &produced.acks;
-    let mut ok_while_down = 0;
+    // How the master answered the sends made while its slave was away.
+    let (mut ok_while_down, mut held_then_ok, mut not_ok, mut failed) = (0, 0, 0, 0);
     for &(killed_at, restarted_at) in &outages {
+        let during = |t: u64| t >= killed_at + IN_FLIGHT_GRACE_MS && t < restarted_at;
         ctx.result.event_opt(
             "kill_to_first_not_ok_ms",
             acks.iter()
-                .filter(|a| a.ack_at >= killed_at && !a.is_send_ok())
+                .filter(|a| during(a.sent_at) && !a.is_send_ok())
                 .map(|a| a.ack_at - killed_at)
                 .min(),
         );
@@ -114,19 +116,23 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
         ctx.result.event_opt(
             "longest_send_during_outage_ms",
             acks.iter()
-                .filter(|a| a.sent_at >= killed_at && a.sent_at < restarted_at)
+                .filter(|a| during(a.sent_at))
                 .map(drill::Ack::latency_ms)
                 .max(),
         );
-        ok_while_down += acks
-            .iter()
-            .filter(|a| {
-                a.is_send_ok()
-                    && a.sent_at >= killed_at + IN_FLIGHT_GRACE_MS
-                    && a.ack_at < restarted_at
-            })
-            .count();
+        for a in acks.iter().filter(|a| during(a.sent_at)) {
+            match (a.is_send_ok(), a.ack_at < restarted_at) {
+                (true, true) => ok_while_down += 1,
+                (true, false) => held_then_ok += 1,
+                (false, _) => not_ok += 1,
+            }
+        }
+        failed += produced.fails.iter().filter(|f| during(f.sent_at)).count();
     }
+    ctx.result
+        .count("outage_sends_send_ok_after_slave_back", held_then_ok);
+    ctx.result.count("outage_sends_not_ok", not_ok);
+    ctx.result.count("outage_sends_failed", failed);
     ctx.result.count("send_ok_while_slave_down", ok_while_down);
 
     // Quiet now: the slave must end with the master's log, byte for byte.
