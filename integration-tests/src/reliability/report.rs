@@ -500,20 +500,17 @@ fn rows_for(sc: &Scenario) -> Vec<Row> {
             sum("kills", "kill -9 of the slave"),
             events(
                 "kill_to_first_not_ok_ms",
-                "slave kill → first stored-not-OK answer to a send made while it was down, ms",
+                "slave kill → first stored-not-OK answer, ms",
             ),
             sum(
                 "outage_sends_send_ok_after_slave_back",
-                "sends made while the slave was down, held and answered SEND_OK once it was back",
+                "sends in flight at the kill or made before the restart: held, SEND_OK once the slave was back",
             ),
             sum(
                 "outage_sends_not_ok",
-                "sends made while the slave was down, answered stored-not-OK",
+                "... answered stored-not-OK (SLAVE_NOT_AVAILABLE / FLUSH_SLAVE_TIMEOUT)",
             ),
-            sum(
-                "outage_sends_failed",
-                "sends made while the slave was down that threw",
-            ),
+            sum("outage_sends_failed", "... that threw"),
             events(
                 "restart_to_caught_up_ms",
                 "slave restart → holds the master's end as of the restart (catch-up), ms",
@@ -523,8 +520,8 @@ fn rows_for(sc: &Scenario) -> Vec<Row> {
                 "slave restart → first SEND_OK, ms",
             ),
             events(
-                "longest_send_during_outage_ms",
-                "longest send started while the slave was down, ms",
+                "longest_send_across_outage_ms",
+                "longest of those sends (send → answer), ms",
             ),
             sum(
                 "send_ok_while_slave_down",

@@ -98,14 +98,16 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let produced = producer.stop(Duration::from_secs(120));
     let _ = fs::write(ctx.log_dir.join("producer.out"), &produced.output.stdout);
     let acks = &produced.acks;
-    // How the master answered the sends made while its slave was away.
+    // How the master answered what was sent while its slave was away: the sends in flight at
+    // the kill and those made before the restart.
     let (mut ok_while_down, mut held_then_ok, mut not_ok, mut failed) = (0, 0, 0, 0);
     for &(killed_at, restarted_at) in &outages {
-        let during = |t: u64| t >= killed_at + IN_FLIGHT_GRACE_MS && t < restarted_at;
+        let affected = |a: &&drill::Ack| a.ack_at >= killed_at && a.sent_at < restarted_at;
         ctx.result.event_opt(
             "kill_to_first_not_ok_ms",
             acks.iter()
-                .filter(|a| during(a.sent_at) && !a.is_send_ok())
+                .filter(affected)
+                .filter(|a| !a.is_send_ok())
                 .map(|a| a.ack_at - killed_at)
                 .min(),
         );
@@ -114,20 +116,26 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
             first_ack_after(acks, restarted_at, true, None),
         );
         ctx.result.event_opt(
-            "longest_send_during_outage_ms",
+            "longest_send_across_outage_ms",
             acks.iter()
-                .filter(|a| during(a.sent_at))
+                .filter(affected)
                 .map(drill::Ack::latency_ms)
                 .max(),
         );
-        for a in acks.iter().filter(|a| during(a.sent_at)) {
+        for a in acks.iter().filter(affected) {
             match (a.is_send_ok(), a.ack_at < restarted_at) {
+                // Acknowledged by the slave before it died, answered a moment later.
+                (true, true) if a.sent_at < killed_at + IN_FLIGHT_GRACE_MS => {}
                 (true, true) => ok_while_down += 1,
                 (true, false) => held_then_ok += 1,
                 (false, _) => not_ok += 1,
             }
         }
-        failed += produced.fails.iter().filter(|f| during(f.sent_at)).count();
+        failed += produced
+            .fails
+            .iter()
+            .filter(|f| f.fail_at >= killed_at && f.sent_at < restarted_at)
+            .count();
     }
     ctx.result
         .count("outage_sends_send_ok_after_slave_back", held_then_ok);
