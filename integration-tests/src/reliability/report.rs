@@ -930,7 +930,7 @@ pub fn markdown(r: &Results) -> String {
             sc.name, sc.name, sc.title
         );
         let _ = writeln!(md, "{}\n", description(&sc, &r.plan));
-        let _ = writeln!(md, "**Verdict: {}**\n", verdict(r, &sc));
+        let _ = writeln!(md, "**Verdict:** {}\n", verdict(r, &sc));
         let checks = checks(r, &sc);
         md.push_str("| must hold | measured | |\n|---|---|---|\n");
         for c in &checks {
