@@ -11,16 +11,18 @@
 //! ```
 //!
 //! Layout:
-//! - `procs`: child processes in their own process groups, killed on drop, panic and Ctrl-C;
-//!   CPU and `RssAnon` from `/proc`.
 //! - `cluster`: name server + master (+ slave) of either system on reserved loopback ports.
 //! - `scenario`: the scenarios and one run of one.
-//! - `machine`: machine description, the disk's write ceiling, criterion results.
+//! - `machine`: the disk's write ceiling, criterion results.
+//!
+//! Shared with the reliability driver: [`crate::procs`] (child processes killed on drop, panic
+//! and Ctrl-C; CPU and `RssAnon` from `/proc`), [`crate::machine`] (the machine description),
+//! [`crate::driver`] (building and copying the binaries, the build description) and
+//! [`crate::stats`] (medians and number formatting).
 //! - `report`: medians, goals, BENCHMARKS.md, SVG charts.
 
 pub mod cluster;
 pub mod machine;
-pub mod procs;
 pub mod report;
 pub mod scenario;
 
@@ -32,6 +34,8 @@ use std::time::Instant;
 
 use clap::Parser;
 
+use crate::driver::{build_binaries, own_dir, utc_now, workspace_root};
+use crate::{driver, procs};
 use cluster::{ApacheDist, JvmSettings, Programs, System};
 use report::Results;
 use scenario::Plan;
@@ -93,69 +97,6 @@ pub struct Cli {
     pub list: bool,
 }
 
-fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .map_or_else(|| PathBuf::from("."), Path::to_owned)
-}
-
-fn sh(program: &str, args: &[&str]) -> String {
-    Command::new(program)
-        .args(args)
-        .output()
-        .ok()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_default()
-}
-
-/// The directory holding the running program (`target/<profile>`).
-fn own_dir() -> PathBuf {
-    std::env::current_exe()
-        .ok()
-        .and_then(|p| p.parent().map(Path::to_owned))
-        .unwrap_or_else(|| PathBuf::from("."))
-}
-
-/// Builds mqnamesrv, mqbroker, mqadmin, mqbench in the profile `bin_dir` belongs to.
-fn build_binaries(bin_dir: &Path) -> Result<(), String> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".to_owned());
-    let mut cmd = Command::new(&cargo);
-    cmd.current_dir(workspace_root()).args([
-        "build",
-        "--bins",
-        "-p",
-        "nameserver",
-        "-p",
-        "broker",
-        "-p",
-        "tools",
-    ]);
-    match bin_dir.file_name().and_then(|n| n.to_str()) {
-        Some("release") => {
-            cmd.arg("--release");
-        }
-        Some("debug") | None => {}
-        Some(other) => {
-            cmd.args(["--profile", other]);
-        }
-    }
-    if let Some(target) = bin_dir.parent() {
-        cmd.arg("--target-dir").arg(target);
-    }
-    eprintln!("bench: building the binaries ({cmd:?})");
-    let out = cmd
-        .output()
-        .map_err(|e| format!("cannot run {cargo}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "cargo build failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
-
 /// Resolves Apache RocketMQ's name server + broker class path with
 /// `integration-tests/java-broker/build.sh` (the one place that fetches Apache RocketMQ; it
 /// does nothing when its outputs are up to date), into the Java tests' cache
@@ -199,10 +140,6 @@ pub fn resolve_apache() -> Result<ApacheDist, String> {
         classpath,
         home: dir.join("rocketmq-home"),
     })
-}
-
-fn utc_now(format: &str) -> String {
-    sh("date", &["-u", format])
 }
 
 /// Runs the driver; returns the process exit code (0: every run succeeded).
@@ -308,7 +245,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .parent()
         .map_or_else(|| root.join("target"), Path::to_owned);
     if !cli.no_build && cli.bin_dir.is_none() && std::env::var_os("SLUICE_SKIP_BUILD").is_none() {
-        build_binaries(&bin_dir)?;
+        build_binaries(&bin_dir, "bench")?;
     }
     for name in ["mqnamesrv", "mqbroker", "mqbench"] {
         if !bin_dir.join(name).is_file() {
@@ -336,59 +273,22 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .unwrap_or_else(|| target_dir.join("bench").join(utc_now("+%Y%m%d-%H%M%S")));
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // A snapshot of the binaries: others may rebuild target/ while a long run goes on.
-    let snapshot = out.join("bin");
-    fs::create_dir_all(&snapshot).map_err(|e| format!("{}: {e}", snapshot.display()))?;
-    for name in ["mqnamesrv", "mqbroker", "mqadmin", "mqbench"] {
-        let from = bin_dir.join(name);
-        if from.is_file() {
-            fs::copy(&from, snapshot.join(name))
-                .map_err(|e| format!("copy {}: {e}", from.display()))?;
-        }
-    }
-    let bin_dir = snapshot;
+    let bin_dir = driver::snapshot_binaries(&bin_dir, &out)?;
     let store_root = cli.store_root.clone().unwrap_or_else(std::env::temp_dir);
-    let jvm = JvmSettings::for_machine(machine::available_bytes());
+    let jvm = JvmSettings::for_machine(crate::machine::available_bytes());
     let programs = Programs {
         bin_dir: bin_dir.clone(),
         workspace: root.clone(),
         apache,
         jvm,
     };
-    let machine = machine::describe(&store_root);
+    let machine = crate::machine::describe(&store_root);
     eprintln!(
         "bench: measuring the disk's write ceiling under {}",
         store_root.display()
     );
     let disk = machine::disk_ceiling(&store_root, if cli.quick { 256 << 20 } else { 2 << 30 });
     let mut settings = BTreeMap::new();
-    let commit = sh(
-        "git",
-        &[
-            "-C",
-            &root.display().to_string(),
-            "rev-parse",
-            "--short",
-            "HEAD",
-        ],
-    );
-    let dirty = sh(
-        "git",
-        &[
-            "-C",
-            &root.display().to_string(),
-            "status",
-            "--porcelain",
-            "--",
-            "remoting",
-            "store",
-            "ha",
-            "nameserver",
-            "broker",
-            "tools",
-        ],
-    )
-    .lines()
-    .count();
     let profile = cli
         .bin_dir
         .clone()
@@ -397,14 +297,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
     let build = match &cli.build_note {
         Some(note) => note.clone(),
-        None => format!(
-            "`{commit}`{}, profile `{profile}`",
-            if dirty > 0 {
-                format!(" + {dirty} uncommitted file(s) in the server/tool crates")
-            } else {
-                String::new()
-            },
-        ),
+        None => driver::build_description(&profile),
     };
     settings.insert("sluice build".to_owned(), build);
     if programs.apache.is_some() {
@@ -550,7 +443,7 @@ fn headline(m: &BTreeMap<String, f64>) -> String {
     keys.iter()
         .filter_map(|(k, label)| {
             m.get(*k)
-                .map(|v| format!("{} {label}", report::fmt_num(*v)))
+                .map(|v| format!("{} {label}", crate::stats::fmt_num(*v)))
         })
         .collect::<Vec<_>>()
         .join(", ")

@@ -79,6 +79,7 @@ impl ChildProcess {
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         let mut child = cmd.spawn()?;
+        crate::procs::track(child.id());
         let stdout = Arc::new((Mutex::new(Lines::default()), Condvar::new()));
         let stderr = Arc::new(Mutex::new(Vec::new()));
         let mut readers = Vec::new();
@@ -207,6 +208,7 @@ impl ChildProcess {
                     }
                 }
             }
+            crate::procs::untrack(child.id());
         }
         for reader in self.readers.drain(..) {
             let _ = reader.join();
@@ -245,6 +247,7 @@ impl Drop for ChildProcess {
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
+            crate::procs::untrack(child.id());
         }
     }
 }

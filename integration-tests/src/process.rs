@@ -7,7 +7,8 @@
 //!   returns the path of one. Parallel test binaries may build at the same time:
 //!   cargo's own lock on the build directory makes them take turns, and the second
 //!   finds everything fresh. `SLUICE_SKIP_BUILD=1` skips the build (CI builds first);
-//!   `SLUICE_BIN_DIR` points at prebuilt binaries.
+//!   `SLUICE_BIN_DIR` points at prebuilt binaries, and so does [`use_bin_dir`] (a driver's
+//!   copy of them).
 //! - [`ChildProcess`] is one running binary (generic; `BrokerProcess` will reuse it):
 //!   stdout and stderr go to `<dir>/<name>.stdout.log` / `.stderr.log`, readiness is a
 //!   log line or a TCP connect, drop sends SIGTERM and SIGKILL after a grace period.
@@ -68,8 +69,20 @@ pub fn workspace_root() -> PathBuf {
         .to_owned()
 }
 
+/// Prebuilt binaries set by [`use_bin_dir`].
+static BIN_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// Makes every child of this process run our binaries from `dir` (prebuilt: nothing is
+/// built), as `SLUICE_BIN_DIR` does. The first call wins; returns whether it was this one.
+pub fn use_bin_dir(dir: &Path) -> bool {
+    BIN_DIR.set(dir.to_owned()).is_ok()
+}
+
 /// The directory cargo put the running test's profile into (`target/debug`).
 fn profile_dir() -> PathBuf {
+    if let Some(dir) = BIN_DIR.get() {
+        return dir.clone();
+    }
     if let Some(dir) = std::env::var_os("SLUICE_BIN_DIR") {
         return PathBuf::from(dir);
     }
@@ -91,6 +104,7 @@ static BUILT: Mutex<Option<HashMap<String, Result<(), String>>>> = Mutex::new(No
 pub fn ensure_built(package: &str) {
     if std::env::var_os("SLUICE_SKIP_BUILD").is_some_and(|v| v == "1")
         || std::env::var_os("SLUICE_BIN_DIR").is_some()
+        || BIN_DIR.get().is_some()
     {
         return;
     }
@@ -406,6 +420,7 @@ impl ChildProcess {
                 self.spec.program.display()
             )
         });
+        crate::procs::track(child.id());
         self.child = Some(child);
         self.listening = None;
         let deadline = Instant::now() + self.spec.ready_timeout;
@@ -415,7 +430,9 @@ impl ChildProcess {
                 .as_mut()
                 .and_then(|c| c.try_wait().ok().flatten())
             {
-                self.child = None;
+                if let Some(c) = self.child.take() {
+                    crate::procs::untrack(c.id());
+                }
                 // Drop prints the end of its logs.
                 panic!("{} exited before it was ready ({status})", self.spec.name);
             }
@@ -499,7 +516,9 @@ impl ChildProcess {
         match self.child.as_mut().map(Child::try_wait) {
             Some(Ok(None)) => true,
             Some(_) => {
-                self.child = None;
+                if let Some(c) = self.child.take() {
+                    crate::procs::untrack(c.id());
+                }
                 false
             }
             None => false,
@@ -557,7 +576,14 @@ impl ChildProcess {
     /// Returns how it exited (`None` if it was not running).
     pub fn stop(&mut self) -> Option<ExitStatus> {
         self.listening = None;
-        let mut child = self.child.take()?;
+        let child = self.child.take()?;
+        let pid = child.id();
+        let status = Self::stop_child(&self.spec.name, child);
+        crate::procs::untrack(pid);
+        status
+    }
+
+    fn stop_child(name: &str, mut child: Child) -> Option<ExitStatus> {
         if let Ok(Some(status)) = child.try_wait() {
             return Some(status);
         }
@@ -573,10 +599,7 @@ impl ChildProcess {
             }
             thread::sleep(Duration::from_millis(10));
         }
-        eprintln!(
-            "{} ignored SIGTERM for {STOP_GRACE:?}, killing it",
-            self.spec.name
-        );
+        eprintln!("{name} ignored SIGTERM for {STOP_GRACE:?}, killing it");
         let _ = child.kill();
         child.wait().ok()
     }
@@ -586,7 +609,26 @@ impl ChildProcess {
         self.listening = None;
         let mut child = self.child.take()?;
         let _ = child.kill();
-        child.wait().ok()
+        let status = child.wait().ok();
+        crate::procs::untrack(child.id());
+        status
+    }
+
+    /// Copies its logs (`<name>.stdout.log`, `<name>.stderr.log`) into `dest`, which is
+    /// created: a driver keeps them after the process's temp dir is gone.
+    ///
+    /// # Errors
+    /// `dest` cannot be created or a log cannot be copied.
+    pub fn save_logs(&self, dest: &Path) -> std::io::Result<()> {
+        fs::create_dir_all(dest)?;
+        for path in [&self.stdout_path, &self.stderr_path] {
+            if let Some(name) = path.file_name() {
+                if path.is_file() {
+                    fs::copy(path, dest.join(name))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     /// Stops it and starts it again with the same spec, directory and ports.

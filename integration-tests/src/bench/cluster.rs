@@ -14,8 +14,8 @@ use remoting::protocol::route::ClusterInfo;
 use remoting::{RemotingClient, RemotingCommand, RequestCode};
 use tempfile::TempDir;
 
-use super::procs::{Proc, cpu_seconds, rss_anon, vm_rss};
 use crate::ports::{self, PortReservation};
+use crate::procs::{Proc, cpu_seconds, rss_anon, vm_rss};
 
 /// Cluster name of every benchmark cluster (both systems).
 pub const CLUSTER: &str = "BenchCluster";

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cluster::{CLUSTER, Cluster, Programs, System, Topology};
-use super::procs::{Proc, RssSampler, children_cpu_seconds};
+use crate::procs::{Proc, RssSampler, children_cpu_seconds};
 
 /// Durations and sizes of a whole run (`--quick` or full).
 #[derive(Debug, Clone, Serialize, Deserialize)]

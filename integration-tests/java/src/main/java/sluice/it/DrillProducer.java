@@ -20,10 +20,13 @@ import org.apache.rocketmq.common.message.Message;
  * DrillProducer --namesrv 127.0.0.1:9876 --topic T [--group G] [--mode sync|async]
  *               [--max-in-flight 32] [--interval-ms 0] [--fail-pause-ms 20] [--max-count 0]
  *               [--send-timeout-ms 1000] [--retries 2] [--poll-namesrv-ms 1000]
- *               [--stop-file PATH] [--timeout-ms 600000]
+ *               [--body-size 0] [--stop-file PATH] [--timeout-ms 600000]
  * </pre>
  *
- * <p>Message i (from 0) has body {@code drill-<i>} and tag {@code drill}. The client polls the
+ * <p>Message i (from 0) has body {@code drill-<i>} and tag {@code drill}; with {@code --body-size N}
+ * (larger than that) the body is {@code drill-<i>-} followed by letters up to N bytes, the letter at
+ * byte k being {@code 'a' + (i + 7k) mod 26}, so a reader can recompute every byte of every body
+ * from its index and tell a corrupt one (integration-tests/src/drill.rs, {@code expected_body}). The client polls the
  * name server every {@code --poll-namesrv-ms} (RocketMQ's {@code pollNameServerInterval}, 30 s by
  * default), so it learns a new master quickly; a send that finds no route (the master is gone, no
  * new one yet) fails at once and the next one looks the route up again. While the latest answer
@@ -56,7 +59,8 @@ import org.apache.rocketmq.common.message.Message;
 public final class DrillProducer {
     private static final String USAGE = "--namesrv HOST:PORT --topic TOPIC [--group G] [--mode sync|async]"
             + " [--max-in-flight N] [--interval-ms MS] [--fail-pause-ms MS] [--max-count N]"
-            + " [--send-timeout-ms MS] [--retries N] [--poll-namesrv-ms MS] [--stop-file PATH] [--timeout-ms MS]";
+            + " [--send-timeout-ms MS] [--retries N] [--poll-namesrv-ms MS] [--body-size N] [--stop-file PATH]"
+            + " [--timeout-ms MS]";
 
     /** The property RocketMQ keeps the client's unique message id in (MessageConst, both versions). */
     private static final String UNIQ_KEY = "UNIQ_KEY";
@@ -76,7 +80,8 @@ public final class DrillProducer {
         try {
             args = Args.parse(argv,
                     new String[] {"namesrv", "topic", "group", "mode", "max-in-flight", "interval-ms", "fail-pause-ms",
-                        "max-count", "send-timeout-ms", "retries", "poll-namesrv-ms", "stop-file", "timeout-ms"},
+                        "max-count", "send-timeout-ms", "retries", "poll-namesrv-ms", "body-size", "stop-file",
+                        "timeout-ms"},
                     new String[] {});
             args.required("namesrv");
             args.required("topic");
@@ -86,6 +91,9 @@ public final class DrillProducer {
             }
             if (args.getInt("max-in-flight", 32) < 1) {
                 throw new Args.UsageException("--max-in-flight wants a positive number");
+            }
+            if (args.getInt("body-size", 0) < 0) {
+                throw new Args.UsageException("--body-size wants a number >= 0");
             }
         } catch (Args.UsageException e) {
             Harness.usage("DrillProducer", e.getMessage(), USAGE);
@@ -122,6 +130,7 @@ public final class DrillProducer {
         long failPauseMs = args.getLong("fail-pause-ms", 20);
         long maxCount = args.getLong("max-count", 0);
         int sendTimeoutMs = args.getInt("send-timeout-ms", 1_000);
+        int bodySize = args.getInt("body-size", 0);
         String stopFileArg = args.get("stop-file", null);
         Path stopFile = stopFileArg == null ? null : Path.of(stopFileArg);
 
@@ -147,7 +156,7 @@ public final class DrillProducer {
                 if (stopRequested || stopFileExists(stopFile)) {
                     break;
                 }
-                Message msg = new Message(topic, "drill", ("drill-" + i).getBytes(StandardCharsets.UTF_8));
+                Message msg = new Message(topic, "drill", body(i, bodySize));
                 sent++;
                 if (async) {
                     sendAsync(producer, msg, i, sendTimeoutMs, inFlight);
@@ -169,6 +178,21 @@ public final class DrillProducer {
         Harness.out.println("OK sent=" + sent + " send_ok=" + sendOk.get() + " stored_not_ok=" + storedNotOk.get()
                 + " failed=" + failed.get());
         return Harness.EXIT_OK;
+    }
+
+    /** The body of message {@code i} (see the class docs). */
+    static byte[] body(long i, int size) {
+        byte[] head = ("drill-" + i).getBytes(StandardCharsets.UTF_8);
+        if (size <= head.length + 1) {
+            return head;
+        }
+        byte[] b = new byte[size];
+        System.arraycopy(head, 0, b, 0, head.length);
+        b[head.length] = '-';
+        for (int k = head.length + 1; k < size; k++) {
+            b[k] = (byte) ('a' + (int) ((i + 7L * k) % 26));
+        }
+        return b;
     }
 
     private void sendSync(DefaultMQProducer producer, Message msg, long i) {

@@ -1,7 +1,10 @@
-//! Child processes of the bench driver, each in a process group of its own, stopped on drop
-//! (SIGTERM to the group, SIGKILL after a grace period), on panic (drop runs while
-//! unwinding) and on Ctrl-C / SIGTERM of the driver ([`install_signal_handler`] kills every
-//! group still registered); and their CPU time and anonymous RSS from `/proc`.
+//! Child processes of the drivers (`bench`, `reliability`): [`Proc`] runs one in a process
+//! group of its own, stopped on drop (SIGTERM to the group, SIGKILL after a grace period) and
+//! on panic (drop runs while unwinding); every child the test harness starts
+//! ([`crate::process`], [`crate::child`]) is [`track`]ed; on Ctrl-C / SIGTERM of a driver,
+//! [`install_signal_handler`] kills every group and tracked process still alive and runs the
+//! hooks registered with [`on_interrupt`] (unmounting a scratch file system, say). Also their
+//! CPU time and anonymous RSS from `/proc`.
 
 use std::collections::BTreeSet;
 use std::fs::{self, File};
@@ -21,9 +24,36 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 
 /// Process groups alive right now (their leaders' pids).
 static GROUPS: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+/// Single child processes alive right now (in the driver's own process group).
+static TRACKED: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+/// What runs after the kills on an interrupt.
+static HOOKS: Mutex<Vec<fn()>> = Mutex::new(Vec::new());
 
 fn groups() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
     GROUPS.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn tracked() -> std::sync::MutexGuard<'static, BTreeSet<u32>> {
+    TRACKED.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Registers a child process (not a group leader) to be killed on an interrupt. Call
+/// [`untrack`] once it has been waited for, before its pid can be reused.
+pub fn track(pid: u32) {
+    tracked().insert(pid);
+}
+
+/// Forgets a child registered with [`track`].
+pub fn untrack(pid: u32) {
+    tracked().remove(&pid);
+}
+
+/// Registers `hook` to run on an interrupt, after every child is killed.
+pub fn on_interrupt(hook: fn()) {
+    let mut hooks = HOOKS.lock().unwrap_or_else(PoisonError::into_inner);
+    if !hooks.contains(&hook) {
+        hooks.push(hook);
+    }
 }
 
 /// Sends `signal` (`TERM`, `KILL`) to process group `pgid`.
@@ -35,20 +65,29 @@ fn signal_group(pgid: u32, signal: &str) {
         .status();
 }
 
-/// Kills every registered process group at once (SIGKILL).
+/// Kills every registered process group and tracked process at once (SIGKILL).
 pub fn kill_all() {
     let all: Vec<u32> = groups().iter().copied().collect();
     for pgid in all {
         signal_group(pgid, "KILL");
     }
+    let singles: Vec<u32> = tracked().iter().copied().collect();
+    for pid in singles {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+    }
 }
 
-/// On SIGINT or SIGTERM of the driver: kill every child group, exit 130.
+/// On SIGINT or SIGTERM of the driver: kill every child group and tracked child, run the
+/// [`on_interrupt`] hooks, exit 130.
 pub fn install_signal_handler() {
     static INSTALLED: OnceLock<()> = OnceLock::new();
     INSTALLED.get_or_init(|| {
         let _ = thread::Builder::new()
-            .name("bench-signals".to_owned())
+            .name("driver-signals".to_owned())
             .spawn(|| {
                 let Ok(rt) = tokio::runtime::Builder::new_current_thread()
                     .enable_all()
@@ -67,8 +106,14 @@ pub fn install_signal_handler() {
                         _ = term.recv() => {}
                     }
                 });
-                eprintln!("bench: interrupted, killing the clusters");
+                eprintln!("interrupted: killing the child processes");
                 kill_all();
+                // Killed processes release their files (mounts) once reaped by the kernel.
+                thread::sleep(Duration::from_millis(300));
+                let hooks = HOOKS.lock().unwrap_or_else(PoisonError::into_inner).clone();
+                for hook in hooks {
+                    hook();
+                }
                 std::process::exit(130);
             });
     });
