@@ -15,10 +15,10 @@
 //! drills repeatedly).
 //!
 //! - `sync_master_switchover_drill`: planned, both brokers alive: `switchRole -r MASTER` on the
-//!   slave, then `switchRole -r SLAVE -m <new master>` on the master, while sending. The old
-//!   master takes writes between the two that its (departed) slave never acknowledges; the
-//!   demotion cuts them (it must cut exactly at the promotion point) and it follows the new
-//!   master.
+//!   slave, then `switchRole -r SLAVE -m <new master>` on the master, while sending. The
+//!   promotion fences the old master first (it stops taking writes and the slave catches up
+//!   with it), so the demotion has nothing to cut; if it cuts, it must cut exactly at the
+//!   promotion point. The old master then follows the new one.
 //! - `sync_master_drill`: the master is killed with SIGKILL, the slave promoted as SYNC_MASTER,
 //!   the old master restarted as its slave (it learns the new master from the name server and
 //!   cuts any tail past the promotion point).

@@ -68,6 +68,9 @@ pub struct SwitchResult {
     pub truncated_to: Option<u64>,
     /// Whether the role changed (false: it already had it).
     pub changed: bool,
+    /// The old master this promotion fenced (made read-only and caught up with) first:
+    /// a planned switchover. `None`: it could not be reached (a failover).
+    pub fenced: Option<String>,
     /// How long the switch took, ms.
     pub took_ms: u64,
 }
@@ -106,9 +109,15 @@ pub fn ha_status(broker: &Broker) -> RemotingCommand {
     }
 }
 
+/// The `role` a promoting slave sends its master first (sluice's, broker to broker).
+const FENCE: &str = "FENCE";
+/// How long a promotion waits for its log to reach the fenced master's end.
+const CATCH_UP_WAIT: Duration = Duration::from_secs(10);
+
 /// SLUICE_SWITCH_ROLE. ExtFields: `role` = MASTER | SLAVE; for MASTER optionally
 /// `brokerRole` = SYNC_MASTER | ASYNC_MASTER; for SLAVE `masterAddress` (the new
-/// master's main `ip:port`) and optionally `haMasterAddress` and `brokerId`.
+/// master's main `ip:port`) and optionally `haMasterAddress` and `brokerId`. `role` =
+/// FENCE is what a promoting slave asks of its master (see [`fence`]).
 pub fn switch_role(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
     let target = request.ext("role").unwrap_or("").to_ascii_uppercase();
     let broker = Arc::clone(broker);
@@ -120,6 +129,7 @@ pub fn switch_role(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
         let outcome = match target.as_str() {
             "MASTER" => to_master(&broker, &request).await,
             "SLAVE" => to_slave(&broker, &request).await,
+            FENCE => return Some(fence(&broker)),
             other => Err(Refusal::new(
                 ResponseCode::InvalidParameter,
                 format!("role must be MASTER or SLAVE, not '{other}'"),
@@ -137,6 +147,107 @@ pub fn switch_role(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
             Err(refusal) => refusal.into_response(),
         })
     })
+}
+
+/// FENCE: a master whose slave is being promoted stops taking writes (puts in progress
+/// finish first) and stops its schedule and check-back services, but keeps its role and
+/// its HA service, so that the slave catches up with everything it acknowledged before
+/// taking over. Without this, a master would go on acknowledging sends between its
+/// slave's promotion and its own demotion, and the demotion would cut them: lost
+/// SEND_OKs in a planned switchover. `switchRole -r MASTER` on it takes writes again.
+/// Answers its HA status: `maxOffset` is the end the slave must reach.
+fn fence(broker: &Arc<Broker>) -> RemotingCommand {
+    if !broker.role().is_master() {
+        return Refusal::new(
+            ResponseCode::InvalidParameter,
+            "only a master can be fenced",
+        )
+        .into_response();
+    }
+    if let Err(e) = broker.store.set_writable(false) {
+        return Refusal::system(e.to_string()).into_response();
+    }
+    broker.schedule.stop();
+    broker.transactions.stop();
+    warn!(
+        max_offset = broker.store.commit_log().max_offset().0,
+        "fenced for the promotion of a slave: no writes until demoted or switched to master again"
+    );
+    ha_status(broker)
+}
+
+/// Before a promotion: fences the master this slave follows, if it can be reached, and
+/// waits until this broker holds everything it had; returns its address and role.
+/// `Ok(None)`: no master to fence (it
+/// is gone — a failover); `Err` after a fence the log did not catch up with (the master
+/// was told to take writes again).
+async fn fence_master(broker: &Arc<Broker>) -> Result<Option<(String, String)>, String> {
+    let Some(master) = broker.namesrv.last().master_addr else {
+        return Ok(None);
+    };
+    let mut request = RemotingCommand::request(RequestCode::SluiceSwitchRole);
+    request.header.ext_fields.insert("role", FENCE);
+    let client = RemotingClient::default();
+    let answer = client.invoke(&master, request, CALL_TIMEOUT).await;
+    client.close_all();
+    let (end, role) = match answer {
+        Ok(r) if r.code() == ResponseCode::Success.code() => {
+            match fastjson::from_slice::<HaStatusBody>(&r.body.to_bytes()) {
+                Ok(status) => (status.max_offset, status.role),
+                Err(e) => return Err(format!("unreadable answer to FENCE from {master}: {e}")),
+            }
+        }
+        Ok(r) => {
+            warn!(master, code = r.code(), remark = ?r.remark(), "the master cannot be fenced; promoting without it");
+            return Ok(None);
+        }
+        Err(e) => {
+            info!(master, error = %e, "the master is not reachable; promoting without fencing it");
+            return Ok(None);
+        }
+    };
+    let store = Arc::clone(&broker.store);
+    let caught_up = tokio::task::spawn_blocking(move || {
+        let deadline = Instant::now() + CATCH_UP_WAIT;
+        let watch = store.commit_log().readable_watch();
+        // A wait can end early (interrupted); only the deadline ends this one.
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            if watch.wait_blocking(end, left) >= end {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        false
+    })
+    .await
+    .unwrap_or(false);
+    if !caught_up {
+        unfence(&master, &role).await;
+        return Err(format!(
+            "did not catch up with the fenced master {master} (offset {end}) within {CATCH_UP_WAIT:?}"
+        ));
+    }
+    info!(master, end, "old master fenced, log caught up with it");
+    Ok(Some((master, role)))
+}
+
+/// Undoes a fence: the old master takes writes again in its `role` (`-r MASTER` on a
+/// master).
+async fn unfence(master: &str, role: &str) {
+    let mut request = RemotingCommand::request(RequestCode::SluiceSwitchRole);
+    request.header.ext_fields.insert("role", "MASTER");
+    request.header.ext_fields.insert("brokerRole", role);
+    let client = RemotingClient::default();
+    match client.invoke(master, request, CALL_TIMEOUT).await {
+        Ok(r) if r.code() == ResponseCode::Success.code() => {
+            info!(master, "fenced master takes writes again");
+        }
+        Ok(r) => {
+            error!(master, remark = ?r.remark(), "the fenced master refused to take writes again");
+        }
+        Err(e) => error!(master, error = %e, "cannot tell the fenced master to take writes again"),
+    }
+    client.close_all();
 }
 
 async fn to_master(
@@ -182,11 +293,17 @@ async fn to_master(
         .replication
         .bind()
         .map_err(|e| still(e.to_string()))?;
+    // A planned switchover: the old master stops acknowledging and this log catches up
+    // with it, so nothing it acknowledged is cut when it is demoted.
+    let fenced = fence_master(broker).await.map_err(still)?;
     let following = broker.replication.followed_master();
     broker.replication.stop();
-    let resume_following = || {
+    let resume_following = || async {
         if let Err(e) = broker.replication.start_slave(following.clone()) {
             warn!(error = %e, "cannot restart the HA client after a failed switch");
+        }
+        if let Some((master, role)) = &fenced {
+            unfence(master, role).await;
         }
     };
     let store = Arc::clone(&broker.store);
@@ -209,12 +326,12 @@ async fn to_master(
     let truncated = match truncated {
         Ok(t) => t,
         Err(why) => {
-            resume_following();
+            resume_following().await;
             return Err(still(why));
         }
     };
     if let Err(e) = broker.replication.start_master_on(listener) {
-        resume_following();
+        resume_following().await;
         return Err(still(format!("cannot start the HA service: {e}")));
     }
     // The store takes writes only once the role that acknowledges them is in place.
@@ -230,14 +347,16 @@ async fn to_master(
             c.broker_id = current_id;
         });
         broker.replication.restore_promotion(before);
-        resume_following();
+        resume_following().await;
         return Err(still(format!("the store cannot take writes: {e}")));
     }
     broker.schedule.start(broker);
     broker.transactions.start(broker);
     register(broker).await;
-    info!(promoted_at, "now master");
-    Ok(result(broker, truncated, true))
+    info!(promoted_at, fenced = ?fenced, "now master");
+    let mut done = result(broker, truncated, true);
+    done.fenced = fenced.map(|(master, _)| master);
+    Ok(done)
 }
 
 /// A master asked to be a master: the HA service must run (started if it does not),
@@ -262,6 +381,11 @@ async fn master_to_master(
         );
         broker.update_config(|c| c.broker_role = role);
     }
+    // A fenced master (whose slave's promotion did not happen) takes writes again.
+    broker
+        .store
+        .set_writable(true)
+        .map_err(|e| Refusal::system(format!("the store cannot take writes: {e}")))?;
     broker.schedule.start(broker);
     broker.transactions.start(broker);
     if changed {
@@ -422,6 +546,7 @@ fn result(broker: &Broker, truncated_to: Option<u64>, changed: bool) -> SwitchRe
         broker_id: c.broker_id,
         truncated_to,
         changed,
+        fenced: None,
         took_ms: 0,
     }
 }

@@ -1,0 +1,136 @@
+//! Role switches that must not lose or fake anything, with real processes: `mqnamesrv`, a
+//! master `a` and its slave `b`.
+//!
+//! - `switchRole -r MASTER` on `b` while its HA port is taken must fail (exit non-zero,
+//!   naming the port) and leave `b` exactly the read-only slave it was: role SLAVE, brokerId
+//!   1 in its status and at the name server, sends refused, still following `a` and holding
+//!   what `a` writes next. Once the port is free, the same switch succeeds.
+//! - A planned switchover of an ASYNC_MASTER pair while a producer sends to `a`: the
+//!   promotion fences `a` first (it stops acknowledging, `b` catches up with it), so the
+//!   demotion of `a` cuts nothing and every send `a` acknowledged is on `b`. Without the
+//!   fence `a` acknowledges sends between the two commands and the demotion cuts them.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step should fail the test"
+)]
+
+use std::net::TcpListener;
+use std::time::Duration;
+
+use integration_tests::client::{SyncClient, send_request};
+use integration_tests::process::{
+    HaBrokerProcess, NamesrvProcess, mqadmin, registered_ids, try_request, wait_caught_up,
+    wait_until,
+};
+
+const SETTLE: Duration = Duration::from_secs(20);
+
+#[test]
+fn a_promotion_whose_ha_port_is_taken_leaves_the_read_only_slave_it_was() {
+    let ns = NamesrvProcess::start();
+    let ns_addr = ns.addr();
+    let a = HaBrokerProcess::start_master("a", &ns_addr, "SYNC_MASTER", &[]);
+    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
+    b.wait_following(&a, SETTLE).unwrap();
+    a.create_topic("T", 4);
+
+    let holder = TcpListener::bind(b.ha_addr()).unwrap();
+    let out = mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]);
+    assert!(!out.status.success(), "the switch claimed success:\n{out}");
+    let said = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        said.contains(&b.ha_addr()),
+        "does not name the port:\n{out}"
+    );
+    assert!(
+        said.contains("still SLAVE"),
+        "does not say what it is now:\n{out}"
+    );
+
+    let status = b.ha_status().unwrap();
+    assert!(!status.is_master(), "{status:?}");
+    assert_eq!(status.broker_id, 1, "{status:?}");
+    let refused = try_request(&b.addr(), send_request("T", b"to the slave")).unwrap();
+    assert_ne!(refused.code(), 0, "the slave acknowledged a send");
+    assert!(
+        wait_until(SETTLE, || registered_ids(&ns_addr, &b.addr()) == [1]),
+        "the name server lists {:?} for b",
+        registered_ids(&ns_addr, &b.addr())
+    );
+    // Still the master's slave: a's next write is acknowledged (SYNC_MASTER: replicated).
+    let sent = try_request(&a.addr(), send_request("T", b"after the failed switch")).unwrap();
+    assert_eq!(sent.code(), 0, "{:?}", sent.remark());
+    wait_caught_up(&a.addr(), &b.addr(), &a.ha_addr(), SETTLE).unwrap();
+
+    drop(holder);
+    mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]).assert_ok();
+    let status = b.ha_status().unwrap();
+    assert!(status.is_master() && status.broker_id == 0, "{status:?}");
+}
+
+#[test]
+fn a_planned_switchover_loses_no_acknowledged_send() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let ns = NamesrvProcess::start();
+    let ns_addr = ns.addr();
+    let a = HaBrokerProcess::start_master("a", &ns_addr, "ASYNC_MASTER", &[]);
+    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
+    b.wait_following(&a, SETTLE).unwrap();
+    a.create_topic("S", 4);
+    let stop = AtomicBool::new(false);
+    let (acked, promoted, demoted) = std::thread::scope(|scope| {
+        let sender = scope.spawn(|| {
+            let client = SyncClient::new();
+            let mut acked = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                if client
+                    .invoke(&a.addr(), send_request("S", b"planned"))
+                    .code()
+                    == 0
+                {
+                    acked += 1;
+                }
+            }
+            acked
+        });
+        std::thread::sleep(Duration::from_millis(300));
+        let promoted = mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]);
+        // The producer goes on sending to `a` between the two commands.
+        std::thread::sleep(Duration::from_millis(300));
+        let demoted = mqadmin(
+            &ns_addr,
+            &[
+                "switchRole",
+                "-b",
+                &a.addr(),
+                "-r",
+                "SLAVE",
+                "-m",
+                &b.addr(),
+            ],
+        );
+        stop.store(true, Ordering::Relaxed);
+        (sender.join().unwrap(), promoted, demoted)
+    });
+    promoted.assert_ok();
+    demoted.assert_ok();
+    assert_eq!(
+        demoted.value("truncatedTo"),
+        Some("null"),
+        "the demotion cut:\n{demoted}"
+    );
+    assert!(acked > 0, "nothing was acknowledged before the switch");
+    let on_b = b.max_offset_in_queue("S", 0).unwrap();
+    eprintln!("planned switchover: {acked} sends acknowledged by a, {on_b} on b");
+    assert!(
+        u64::try_from(on_b).unwrap() >= acked,
+        "a acknowledged {acked} sends, b holds {on_b}"
+    );
+    assert_eq!(
+        promoted.value("fenced"),
+        Some(a.addr().as_str()),
+        "{promoted}"
+    );
+}
