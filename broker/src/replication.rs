@@ -94,13 +94,16 @@ pub struct Replication {
     config: HaConfig,
     log: Arc<StoreLog>,
     listen: SocketAddr,
+    /// Listen backlog of the HA port (`serverSocketBacklog`).
+    backlog: u32,
     service: Mutex<Option<HaService>>,
     promotion: Mutex<Promotion>,
     promotion_path: PathBuf,
 }
 
 impl Replication {
-    /// Replication over `store`, the HA listener on `listen` when master.
+    /// Replication over `store`, the HA listener on `listen` (with a listen backlog
+    /// of `backlog`) when master.
     ///
     /// # Errors
     /// haPromotion.json exists but does not parse.
@@ -108,6 +111,7 @@ impl Replication {
         config: HaConfig,
         store: Arc<MessageStore>,
         listen: SocketAddr,
+        backlog: u32,
         config_root: &std::path::Path,
     ) -> Result<Self, remoting::config_file::ConfigFileError> {
         let promotion_path = persist::config_path(config_root, "haPromotion.json");
@@ -116,6 +120,7 @@ impl Replication {
             config,
             log: Arc::new(StoreLog(store)),
             listen,
+            backlog,
             service: Mutex::new(None),
             promotion: Mutex::new(promotion),
             promotion_path,
@@ -146,7 +151,7 @@ impl Replication {
             }
             s.stop();
         }
-        let listener = ha::listen(self.listen).map_err(ha::HaError::from)?;
+        let listener = ha::listen(self.listen, self.backlog).map_err(ha::HaError::from)?;
         let log: Arc<dyn HaLog> = self.log.clone();
         *service = Some(HaService::start_master(self.config.clone(), log, listener)?);
         info!(listen = %self.listen, "HA master service started");

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use remoting::heap::{StormTrim, release_heap};
 use remoting::server::{self, ConnectionListener, Dispatcher, Processor, ServerConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -25,15 +26,18 @@ const SLAVE_MASTER_POLL: Duration = Duration::from_secs(2);
 /// Clients without a heartbeat for this long are dropped (`channelExpiredTimeout`).
 const CLIENT_EXPIRY_MS: i64 = 120_000;
 
-/// Binds `bindAddress:listenPort` (port 0: any free port).
+/// Binds `bindAddress:port` (port 0: any free port) with a listen backlog of
+/// `backlog` (`serverSocketBacklog`). Must be called inside a tokio runtime.
 ///
 /// # Errors
-/// The address cannot be bound.
-pub async fn bind(bind_address: &str, port: u16) -> Result<TcpListener, BrokerError> {
+/// The address is not an `ip:port` or cannot be bound.
+pub fn bind(bind_address: &str, port: u16, backlog: u32) -> Result<TcpListener, BrokerError> {
     let addr = format!("{bind_address}:{port}");
-    TcpListener::bind(&addr)
-        .await
-        .map_err(|source| BrokerError::Bind { addr, source })
+    let parsed = addr.parse().map_err(|_| BrokerError::Bind {
+        addr: addr.clone(),
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an ip:port"),
+    })?;
+    remoting::net::listen(parsed, backlog).map_err(|source| BrokerError::Bind { addr, source })
 }
 
 /// Serves `broker` on `listener` until `shutdown` resolves, then shuts down cleanly.
@@ -48,15 +52,16 @@ pub async fn run(broker: Arc<Broker>, listener: TcpListener, shutdown: impl Futu
 /// port (RocketMQ would not start at all).
 ///
 /// [`BrokerConfig::fast_listen_port`]: crate::config::BrokerConfig::fast_listen_port
-pub async fn bind_vip_channel(broker: &Broker, listen_port: u16) -> Option<TcpListener> {
-    let (bind_address, port) = {
+pub fn bind_vip_channel(broker: &Broker, listen_port: u16) -> Option<TcpListener> {
+    let (bind_address, port, backlog) = {
         let config = broker.config();
         (
             config.bind_address.clone(),
             config.fast_listen_port(listen_port)?,
+            config.server_socket_backlog,
         )
     };
-    match bind(&bind_address, port).await {
+    match bind(&bind_address, port, backlog) {
         Ok(l) => Some(l),
         Err(e) => {
             warn!(error = %e, "VIP channel not served (clients with vipChannelEnabled and Java slaves copying tables need it)");
@@ -251,11 +256,13 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
     }
 }
 
-/// Once a second: stats. Every 10 s: drop clients without heartbeat. Every
-/// `flushConsumerOffsetInterval`: persist consumer offsets.
+/// Once a second: stats, and after a storm of closed connections (remoting or HA)
+/// the freed heap goes back to the OS. Every 10 s: drop clients without heartbeat.
+/// Every `flushConsumerOffsetInterval`: persist consumer offsets.
 async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut seconds: u64 = 0;
+    let mut storm = StormTrim::default();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -263,6 +270,9 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         }
         seconds += 1;
         broker.stats.sample(crate::clock::now_ms());
+        if storm.tick(remoting::connection::closed_total() + ha::closed_connections()) {
+            release_heap().await;
+        }
         if seconds % 10 == 0 {
             broker.consumers.scan_not_active(CLIENT_EXPIRY_MS);
             broker.producers.scan_not_active(CLIENT_EXPIRY_MS);

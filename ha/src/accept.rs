@@ -15,13 +15,13 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Wake};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
-use tracing::{Span, debug, error, info, info_span, warn};
+use tracing::{Span, debug, debug_span, error, info, info_span, warn};
 
 use crate::config::HaConfig;
 use crate::connection::{CloseReason, Connection, Fill};
@@ -44,6 +44,16 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Bytes drained from a refused slave before closing, so the close sends FIN
 /// after our last frame instead of a reset that could drop it.
 const DRAIN_BEFORE_CLOSE: usize = 64 * 1024;
+
+/// Slave connections closed by every master loop of the process since it started.
+static CLOSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many HA connections the master side has closed since the process started (the
+/// broker's housekeeping notices a storm on the HA port from it).
+#[must_use]
+pub fn closed_connections() -> u64 {
+    CLOSED.load(Ordering::Relaxed)
+}
 
 /// What the service handle shares with the loop thread.
 #[derive(Debug)]
@@ -79,6 +89,7 @@ impl Wake for LoopWake {
 
 struct Slot {
     stream: TcpStream,
+    peer: SocketAddr,
     conn: Connection,
     slave: SlaveRegistration,
     span: Span,
@@ -219,19 +230,22 @@ impl MasterLoop {
                     net::configure(&stream);
                     let token = Token(self.next_token);
                     self.next_token += 1;
-                    let span = info_span!("ha_conn", peer = %peer, role = "master");
+                    // A debug span: enabled spans keep a registry slot each, which a storm of
+                    // connections would leave allocated; the log lines name the peer.
+                    let span = debug_span!("ha_conn", peer = %peer, role = "master");
                     let _e = span.enter();
                     if let Err(e) =
                         self.poll
                             .registry()
                             .register(&mut stream, token, Interest::READABLE)
                     {
-                        warn!(error = %e, "cannot register slave connection");
+                        warn!(error = %e, %peer, "cannot register slave connection");
                         continue;
                     }
-                    info!("slave connected");
+                    info!(%peer, "slave connected");
                     let slot = Slot {
                         stream,
+                        peer,
                         conn: Connection::new(Instant::now(), &self.config),
                         slave: self.group.register_slave(peer),
                         span: span.clone(),
@@ -274,13 +288,21 @@ impl MasterLoop {
         let Some(mut slot) = self.slots.remove(&token) else {
             return;
         };
+        CLOSED.fetch_add(1, Ordering::Relaxed);
+        // A storm of connections grew the table; do not keep its size once they are gone
+        // (shrinking at a quarter full keeps closing O(1) amortised).
+        if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to_fit();
+        }
         let span = slot.span.clone();
         let _e = span.enter();
+        let peer = slot.peer;
         match &reason {
             CloseReason::AheadOfMaster { report, max } => {
                 // The slave holds bytes this master does not: acking them would
                 // confirm messages the master lost (RocketMQ #1155, #3015).
                 error!(
+                    %peer,
                     report,
                     master_max = max,
                     "slave is ahead of the master; refusing it (its tail must be cut before it can follow)"
@@ -297,16 +319,17 @@ impl MasterLoop {
             }
             CloseReason::BelowMinOffset { offset, min } => {
                 error!(
+                    %peer,
                     offset,
                     master_min = min,
                     "slave needs bytes the master no longer holds; it must be rebuilt"
                 );
             }
             CloseReason::Eof | CloseReason::Stopped => {
-                info!(reason = %reason, "slave connection closed")
+                info!(%peer, reason = %reason, "slave connection closed");
             }
             CloseReason::Io(_) | CloseReason::Frame(_) | CloseReason::Housekeeping { .. } => {
-                warn!(reason = %reason, "slave connection closed");
+                warn!(%peer, reason = %reason, "slave connection closed");
             }
         }
         if let Err(e) = self.poll.registry().deregister(&mut slot.stream) {

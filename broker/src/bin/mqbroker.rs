@@ -102,6 +102,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    // Every connection is a descriptor (RocketMQ's scripts raise `ulimit -n` too).
+    remoting::net::raise_fd_limit();
     // Experiment knob: worker threads of the runtime (default: one per core).
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = std::env::var("SLUICE_WORKER_THREADS")
@@ -141,7 +143,11 @@ async fn serve(
         };
         info!(signal = name, "shutting down");
     };
-    let listener = broker::server::bind(&config.bind_address, config.listen_port).await?;
+    let listener = broker::server::bind(
+        &config.bind_address,
+        config.listen_port,
+        config.server_socket_backlog,
+    )?;
     let port = listener.local_addr()?.port();
     // Opening the store (recovery) may take a while; the port is bound first so the
     // address is reserved, and served once the store is ready.
@@ -154,7 +160,7 @@ async fn serve(
         broker.config().broker_name,
         broker.store_host()
     );
-    let vip_channel = broker::server::bind_vip_channel(&broker, port).await;
+    let vip_channel = broker::server::bind_vip_channel(&broker, port);
     broker::server::run_with_vip_channel(broker, listener, vip_channel, shutdown).await;
     Ok(())
 }

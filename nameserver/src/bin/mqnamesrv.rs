@@ -64,6 +64,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    // Every connection is a descriptor (RocketMQ's scripts raise `ulimit -n` too).
+    remoting::net::raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -95,7 +97,7 @@ async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> 
         };
         info!(signal = name, "shutting down");
     };
-    let listener = nameserver::bind(&config).await?;
+    let listener = nameserver::bind(&config)?;
     let addr = listener.local_addr()?;
     println!("The Name Server boot success. serializeType=JSON, address {addr}");
     nameserver::run(listener, config, shutdown).await?;
