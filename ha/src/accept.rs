@@ -115,7 +115,14 @@ pub(crate) struct MasterLoop {
     task_waker: std::task::Waker,
     growth: Option<(u64, GrowthWait)>,
     accept_retry: Option<Instant>,
-    busy: bool,
+    /// Slots with socket events (or new) this turn: serviced without a sweep of all.
+    dirty: Vec<Token>,
+    /// Slots that asked for another turn at once.
+    again: Vec<Token>,
+    /// Every slot needs a turn (the log grew, or a deadline is due).
+    sweep: bool,
+    /// The earliest deadline of any slot, as of its last service; a sweep then.
+    next_sweep: Instant,
 }
 
 impl MasterLoop {
@@ -151,7 +158,10 @@ impl MasterLoop {
             task_waker,
             growth: None,
             accept_retry: None,
-            busy: false,
+            dirty: Vec::new(),
+            again: Vec::new(),
+            sweep: false,
+            next_sweep: Instant::now() + MAX_POLL_SLEEP,
         };
         Ok((this, shared))
     }
@@ -177,7 +187,9 @@ impl MasterLoop {
                     break;
                 }
             }
-            self.busy = false;
+            // Only slots with events are serviced, unless the log grew or a deadline is
+            // due: a storm of connections must not cost a walk over all of them per event.
+            self.dirty.append(&mut self.again);
             for ev in &events {
                 match ev.token() {
                     LISTENER => self.accept(),
@@ -190,6 +202,7 @@ impl MasterLoop {
                             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                                 slot.read_more = true;
                             }
+                            self.dirty.push(token);
                         }
                     }
                 }
@@ -199,8 +212,11 @@ impl MasterLoop {
                 self.accept();
             }
             self.poll_growth();
-            self.service_all();
-            self.arm_growth();
+            if Instant::now() >= self.next_sweep {
+                self.sweep = true;
+            }
+            let (starved, swept) = self.service();
+            self.arm_growth(starved, swept);
         }
         let tokens: Vec<Token> = self.slots.keys().copied().collect();
         for t in tokens {
@@ -210,13 +226,10 @@ impl MasterLoop {
     }
 
     fn timeout(&self, now: Instant) -> Duration {
-        if self.busy {
+        if self.sweep || !self.again.is_empty() {
             return Duration::ZERO;
         }
-        let mut at = now + MAX_POLL_SLEEP;
-        for slot in self.slots.values() {
-            at = at.min(slot.conn.next_deadline());
-        }
+        let mut at = self.next_sweep;
         if let Some(t) = self.accept_retry {
             at = at.min(t);
         }
@@ -243,6 +256,7 @@ impl MasterLoop {
                         continue;
                     }
                     info!(%peer, "slave connected");
+                    self.dirty.push(token);
                     let slot = Slot {
                         stream,
                         peer,
@@ -266,22 +280,57 @@ impl MasterLoop {
         }
     }
 
-    fn service_all(&mut self) {
+    /// Services every slot on a sweep, else the dirty ones; returns the lowest offset a
+    /// serviced slot is starved at (caught up, waiting for the log to grow), and whether
+    /// that was every slot.
+    fn service(&mut self) -> (Option<u64>, bool) {
         let now = Instant::now();
         let registry = self.poll.registry();
         let log = &*self.log;
         let mut closing = Vec::new();
-        for (token, slot) in &mut self.slots {
+        let mut starved: Option<u64> = None;
+        let mut one = |token: Token, slot: &mut Slot, again: &mut Vec<Token>| {
             let span = slot.span.clone();
             let _e = span.enter();
-            match service_slot(*token, slot, log, registry, now) {
-                Ok(busy) => self.busy |= busy,
-                Err(reason) => closing.push((*token, reason)),
+            match service_slot(token, slot, log, registry, now) {
+                Ok(busy) => {
+                    if busy {
+                        again.push(token);
+                    }
+                    if let Some(at) = slot.conn.starved_at() {
+                        starved = Some(starved.map_or(at, |s| s.min(at)));
+                    }
+                    Some(slot.conn.next_deadline())
+                }
+                Err(reason) => {
+                    closing.push((token, reason));
+                    None
+                }
+            }
+        };
+        let swept = std::mem::take(&mut self.sweep);
+        if swept {
+            self.dirty.clear();
+            let mut next = now + MAX_POLL_SLEEP;
+            for (token, slot) in &mut self.slots {
+                if let Some(d) = one(*token, slot, &mut self.again) {
+                    next = next.min(d);
+                }
+            }
+            self.next_sweep = next;
+        } else {
+            for token in self.dirty.drain(..) {
+                if let Some(slot) = self.slots.get_mut(&token) {
+                    if let Some(d) = one(token, slot, &mut self.again) {
+                        self.next_sweep = self.next_sweep.min(d);
+                    }
+                }
             }
         }
         for (token, reason) in closing {
             self.close(token, reason);
         }
+        (starved, swept)
     }
 
     fn close(&mut self, token: Token, reason: CloseReason) {
@@ -342,22 +391,27 @@ impl MasterLoop {
             let mut cx = Context::from_waker(&self.task_waker);
             if fut.as_mut().poll(&mut cx).is_ready() {
                 self.growth = None;
+                // Every caught-up slave has new bytes.
+                self.sweep = true;
             }
         }
     }
 
-    /// Waits for the log to grow beyond the lowest offset a caught-up slave sits at.
-    fn arm_growth(&mut self) {
-        let Some(at) = self
-            .slots
-            .values()
-            .filter_map(|s| s.conn.starved_at())
-            .min()
-        else {
+    /// Waits for the log to grow beyond the lowest offset a caught-up slave sits at:
+    /// `starved`, over every slot when `swept`, else over the slots serviced this turn
+    /// and the offset already waited for (slots not serviced have not moved).
+    fn arm_growth(&mut self, starved: Option<u64>, swept: bool) {
+        let armed = self.growth.as_ref().map(|(o, _)| *o);
+        let lowest = match (starved, armed) {
+            _ if swept => starved,
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(at) = lowest else {
             self.growth = None;
             return;
         };
-        if self.growth.as_ref().is_some_and(|(o, _)| *o == at) {
+        if armed == Some(at) {
             return;
         }
         let mut fut = self.log.wait_beyond(at);
@@ -365,7 +419,7 @@ impl MasterLoop {
         if fut.as_mut().poll(&mut cx).is_ready() {
             // Grew meanwhile: go round again without sleeping.
             self.growth = None;
-            self.busy = true;
+            self.sweep = true;
         } else {
             self.growth = Some((at, fut));
         }
