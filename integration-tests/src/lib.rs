@@ -10,6 +10,7 @@
 //! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); also the process
 //!   runner (`ClientProcess`, `ClientOutput`) shared with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
+//! - `flood`: connection storms (open, time, hold, close, read the server's memory).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
 #![allow(
     clippy::unwrap_used,
@@ -20,6 +21,7 @@ pub mod bench;
 pub mod child;
 pub mod client;
 pub mod client_suite;
+pub mod flood;
 pub mod go;
 pub mod java;
 pub mod ports;
