@@ -128,7 +128,13 @@ impl Broker {
         .map_err(|_| {
             crate::config::ConfigError::Invalid(format!("bad bindAddress {}", config.bind_address))
         })?;
-        let replication = Replication::new(ha_config, Arc::clone(&store), ha_listen, &root)?;
+        let replication = Replication::new(
+            ha_config,
+            Arc::clone(&store),
+            ha_listen,
+            config.server_socket_backlog,
+            &root,
+        )?;
         let topics =
             TopicConfigManager::load(&config, persist::config_path(&root, persist::TOPICS_JSON))?;
         let groups = SubscriptionGroupManager::load(

@@ -136,6 +136,11 @@ pub struct BrokerConfig {
     pub listen_port: u16,
     /// Address to bind (0.0.0.0).
     pub bind_address: String,
+    /// Listen backlog of every broker listener: main port, VIP channel and HA port
+    /// (`serverSocketBacklog`, 1024; > 0). Handshaken connections wait there to be
+    /// accepted; a connect storm beyond it has SYNs dropped and retried seconds later.
+    /// The kernel caps it at `net.core.somaxconn`.
+    pub server_socket_backlog: u32,
     /// HA listen port (default listenPort + 1).
     pub ha_listen_port: Option<u16>,
     /// The VIP channel (RocketMQ's "fast remoting server": the same requests on a
@@ -194,6 +199,7 @@ impl Default for BrokerConfig {
             config_black_list: "configBlackList;brokerConfigPath".into(),
             listen_port: 10911,
             bind_address: "0.0.0.0".into(),
+            server_socket_backlog: remoting::net::DEFAULT_SERVER_SOCKET_BACKLOG,
             ha_listen_port: None,
             fast_listen_port: None,
             server_channel_max_idle_time_seconds: 120,
@@ -295,6 +301,11 @@ impl BrokerConfig {
                 )));
             }
             BrokerRole::SLAVE => {}
+        }
+        if self.server_socket_backlog == 0 {
+            return Err(ConfigError::Invalid(
+                "serverSocketBacklog must be > 0".into(),
+            ));
         }
         self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);
         // A zero interval would make the check-back service spin.
@@ -437,5 +448,11 @@ mod tests {
         };
         master.sanitize().unwrap();
         assert_eq!(master.broker_id, 0);
+        assert_eq!(BrokerConfig::default().server_socket_backlog, 1024);
+        let mut no_backlog = BrokerConfig {
+            server_socket_backlog: 0,
+            ..BrokerConfig::default()
+        };
+        assert!(no_backlog.sanitize().is_err());
     }
 }

@@ -98,13 +98,16 @@ pub struct Replication {
     config: HaConfig,
     log: Arc<StoreLog>,
     listen: SocketAddr,
+    /// Listen backlog of the HA port (`serverSocketBacklog`).
+    backlog: u32,
     service: Mutex<Option<HaService>>,
     promotion: Mutex<Promotion>,
     promotion_path: PathBuf,
 }
 
 impl Replication {
-    /// Replication over `store`, the HA listener on `listen` when master.
+    /// Replication over `store`, the HA listener on `listen` (with a listen backlog
+    /// of `backlog`) when master.
     ///
     /// # Errors
     /// haPromotion.json exists but does not parse.
@@ -112,6 +115,7 @@ impl Replication {
         config: HaConfig,
         store: Arc<MessageStore>,
         listen: SocketAddr,
+        backlog: u32,
         config_root: &std::path::Path,
     ) -> Result<Self, remoting::config_file::ConfigFileError> {
         let promotion_path = persist::config_path(config_root, "haPromotion.json");
@@ -120,6 +124,7 @@ impl Replication {
             config,
             log: Arc::new(StoreLog(store)),
             listen,
+            backlog,
             service: Mutex::new(None),
             promotion: Mutex::new(promotion),
             promotion_path,
@@ -157,7 +162,7 @@ impl Replication {
     /// # Errors
     /// The port cannot be bound (the error names the address).
     pub fn bind(&self) -> Result<std::net::TcpListener, ha::HaError> {
-        ha::listen(self.listen).map_err(|source| ha::HaError::Bind {
+        ha::listen(self.listen, self.backlog).map_err(|source| ha::HaError::Bind {
             addr: self.listen,
             source,
         })

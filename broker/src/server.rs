@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use remoting::heap::{StormTrim, release_heap};
 use remoting::server::{self, ConnectionListener, Dispatcher, Processor, ServerConfig};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -25,23 +26,28 @@ const SLAVE_MASTER_POLL: Duration = Duration::from_secs(2);
 /// Clients without a heartbeat for this long are dropped (`channelExpiredTimeout`).
 const CLIENT_EXPIRY_MS: i64 = 120_000;
 
-/// Binds `bindAddress:listenPort` (port 0: any free port).
+/// Binds `bindAddress:port` (port 0: any free port) with a listen backlog of
+/// `backlog` (`serverSocketBacklog`). Must be called inside a tokio runtime.
 ///
 /// # Errors
-/// The address cannot be bound.
-pub async fn bind(bind_address: &str, port: u16) -> Result<TcpListener, BrokerError> {
-    bind_as(bind_address, port, "listenPort").await
+/// The address is not an `ip:port` or cannot be bound.
+pub fn bind(bind_address: &str, port: u16, backlog: u32) -> Result<TcpListener, BrokerError> {
+    bind_as(bind_address, port, backlog, "listenPort")
 }
 
-async fn bind_as(
+fn bind_as(
     bind_address: &str,
     port: u16,
+    backlog: u32,
     key: &'static str,
 ) -> Result<TcpListener, BrokerError> {
     let addr = format!("{bind_address}:{port}");
-    TcpListener::bind(&addr)
-        .await
-        .map_err(|source| BrokerError::Bind { addr, key, source })
+    let parsed = addr.parse().map_err(|_| BrokerError::Bind {
+        addr: addr.clone(),
+        key,
+        source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an ip:port"),
+    })?;
+    remoting::net::listen(parsed, backlog).map_err(|source| BrokerError::Bind { addr, key, source })
 }
 
 /// Binds the VIP channel for a broker serving on `listen_port`
@@ -53,15 +59,19 @@ async fn bind_as(
 /// master's tables from it.
 ///
 /// [`BrokerConfig::fast_listen_port`]: crate::config::BrokerConfig::fast_listen_port
-pub async fn bind_vip_channel(
+pub fn bind_vip_channel(
     broker_config: &crate::config::BrokerConfig,
     listen_port: u16,
 ) -> Result<Option<TcpListener>, BrokerError> {
     match broker_config.fast_listen_port(listen_port) {
         None => Ok(None),
-        Some(port) => bind_as(&broker_config.bind_address, port, "fastListenPort")
-            .await
-            .map(Some),
+        Some(port) => bind_as(
+            &broker_config.bind_address,
+            port,
+            broker_config.server_socket_backlog,
+            "fastListenPort",
+        )
+        .map(Some),
     }
 }
 
@@ -321,11 +331,13 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
     }
 }
 
-/// Once a second: stats. Every 10 s: drop clients without heartbeat. Every
-/// `flushConsumerOffsetInterval`: persist consumer offsets.
+/// Once a second: stats, and after a storm of closed connections (remoting or HA)
+/// the freed heap goes back to the OS. Every 10 s: drop clients without heartbeat.
+/// Every `flushConsumerOffsetInterval`: persist consumer offsets.
 async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     let mut seconds: u64 = 0;
+    let mut storm = StormTrim::default();
     loop {
         tokio::select! {
             _ = tick.tick() => {}
@@ -333,6 +345,9 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         }
         seconds += 1;
         broker.stats.sample(crate::clock::now_ms());
+        if storm.tick(remoting::connection::closed_total() + ha::closed_connections()) {
+            release_heap().await;
+        }
         if seconds % 10 == 0 {
             broker.consumers.scan_not_active(CLIENT_EXPIRY_MS);
             broker.producers.scan_not_active(CLIENT_EXPIRY_MS);

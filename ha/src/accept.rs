@@ -15,13 +15,13 @@ use std::collections::HashMap;
 use std::io::{self, Read, Write};
 use std::net::{Shutdown, SocketAddr};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Wake};
 use std::time::{Duration, Instant};
 
 use mio::net::{TcpListener, TcpStream};
 use mio::{Events, Interest, Poll, Registry, Token, Waker};
-use tracing::{Span, debug, error, info, info_span, warn};
+use tracing::{Span, debug, debug_span, error, info, info_span};
 
 use crate::config::HaConfig;
 use crate::connection::{CloseReason, Connection, Fill};
@@ -44,6 +44,16 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Bytes drained from a refused slave before closing, so the close sends FIN
 /// after our last frame instead of a reset that could drop it.
 const DRAIN_BEFORE_CLOSE: usize = 64 * 1024;
+
+/// Slave connections closed by every master loop of the process since it started.
+static CLOSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many HA connections the master side has closed since the process started (the
+/// broker's housekeeping notices a storm on the HA port from it).
+#[must_use]
+pub fn closed_connections() -> u64 {
+    CLOSED.load(Ordering::Relaxed)
+}
 
 /// What the service handle shares with the loop thread.
 #[derive(Debug)]
@@ -79,6 +89,7 @@ impl Wake for LoopWake {
 
 struct Slot {
     stream: TcpStream,
+    peer: SocketAddr,
     conn: Connection,
     slave: SlaveRegistration,
     span: Span,
@@ -104,7 +115,14 @@ pub(crate) struct MasterLoop {
     task_waker: std::task::Waker,
     growth: Option<(u64, GrowthWait)>,
     accept_retry: Option<Instant>,
-    busy: bool,
+    /// Slots with socket events (or new) this turn: serviced without a sweep of all.
+    dirty: Vec<Token>,
+    /// Slots that asked for another turn at once.
+    again: Vec<Token>,
+    /// Every slot needs a turn (the log grew, or a deadline is due).
+    sweep: bool,
+    /// The earliest deadline of any slot, as of its last service; a sweep then.
+    next_sweep: Instant,
 }
 
 impl MasterLoop {
@@ -140,7 +158,10 @@ impl MasterLoop {
             task_waker,
             growth: None,
             accept_retry: None,
-            busy: false,
+            dirty: Vec::new(),
+            again: Vec::new(),
+            sweep: false,
+            next_sweep: Instant::now() + MAX_POLL_SLEEP,
         };
         Ok((this, shared))
     }
@@ -166,7 +187,9 @@ impl MasterLoop {
                     break;
                 }
             }
-            self.busy = false;
+            // Only slots with events are serviced, unless the log grew or a deadline is
+            // due: a storm of connections must not cost a walk over all of them per event.
+            self.dirty.append(&mut self.again);
             for ev in &events {
                 match ev.token() {
                     LISTENER => self.accept(),
@@ -179,6 +202,7 @@ impl MasterLoop {
                             if ev.is_readable() || ev.is_read_closed() || ev.is_error() {
                                 slot.read_more = true;
                             }
+                            self.dirty.push(token);
                         }
                     }
                 }
@@ -188,8 +212,11 @@ impl MasterLoop {
                 self.accept();
             }
             self.poll_growth();
-            self.service_all();
-            self.arm_growth();
+            if Instant::now() >= self.next_sweep {
+                self.sweep = true;
+            }
+            let (starved, swept) = self.service();
+            self.arm_growth(starved, swept);
         }
         let tokens: Vec<Token> = self.slots.keys().copied().collect();
         for t in tokens {
@@ -199,13 +226,10 @@ impl MasterLoop {
     }
 
     fn timeout(&self, now: Instant) -> Duration {
-        if self.busy {
+        if self.sweep || !self.again.is_empty() {
             return Duration::ZERO;
         }
-        let mut at = now + MAX_POLL_SLEEP;
-        for slot in self.slots.values() {
-            at = at.min(slot.conn.next_deadline());
-        }
+        let mut at = self.next_sweep;
         if let Some(t) = self.accept_retry {
             at = at.min(t);
         }
@@ -219,19 +243,25 @@ impl MasterLoop {
                     net::configure(&stream);
                     let token = Token(self.next_token);
                     self.next_token += 1;
-                    let span = info_span!("ha_conn", peer = %peer, role = "master");
+                    // A debug span: enabled spans keep a registry slot each, which a storm of
+                    // connections would leave allocated; the log lines name the peer.
+                    let span = debug_span!("ha_conn", peer = %peer, role = "master");
                     let _e = span.enter();
                     if let Err(e) =
                         self.poll
                             .registry()
                             .register(&mut stream, token, Interest::READABLE)
                     {
-                        warn!(error = %e, "cannot register slave connection");
+                        log_limit::limited!(
+                            warn!(error = %e, %peer, "cannot register slave connection")
+                        );
                         continue;
                     }
-                    info!("slave connected");
+                    log_limit::limited!(info!(%peer, "slave connected"));
+                    self.dirty.push(token);
                     let slot = Slot {
                         stream,
+                        peer,
                         conn: Connection::new(Instant::now(), &self.config),
                         slave: self.group.register_slave(peer),
                         span: span.clone(),
@@ -244,7 +274,7 @@ impl MasterLoop {
                 Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
-                    warn!(error = %e, "accept failed; retrying shortly");
+                    log_limit::limited!(warn!(error = %e, "accept failed; retrying shortly"));
                     self.accept_retry = Some(Instant::now() + ACCEPT_RETRY);
                     return;
                 }
@@ -252,39 +282,82 @@ impl MasterLoop {
         }
     }
 
-    fn service_all(&mut self) {
+    /// Services every slot on a sweep, else the dirty ones; returns the lowest offset a
+    /// serviced slot is starved at (caught up, waiting for the log to grow), and whether
+    /// that was every slot.
+    fn service(&mut self) -> (Option<u64>, bool) {
         let now = Instant::now();
         let registry = self.poll.registry();
         let log = &*self.log;
         let mut closing = Vec::new();
-        for (token, slot) in &mut self.slots {
+        let mut starved: Option<u64> = None;
+        let mut one = |token: Token, slot: &mut Slot, again: &mut Vec<Token>| {
             let span = slot.span.clone();
             let _e = span.enter();
-            match service_slot(*token, slot, log, registry, now) {
-                Ok(busy) => self.busy |= busy,
-                Err(reason) => closing.push((*token, reason)),
+            match service_slot(token, slot, log, registry, now) {
+                Ok(busy) => {
+                    if busy {
+                        again.push(token);
+                    }
+                    if let Some(at) = slot.conn.starved_at() {
+                        starved = Some(starved.map_or(at, |s| s.min(at)));
+                    }
+                    Some(slot.conn.next_deadline())
+                }
+                Err(reason) => {
+                    closing.push((token, reason));
+                    None
+                }
+            }
+        };
+        let swept = std::mem::take(&mut self.sweep);
+        if swept {
+            self.dirty.clear();
+            let mut next = now + MAX_POLL_SLEEP;
+            for (token, slot) in &mut self.slots {
+                if let Some(d) = one(*token, slot, &mut self.again) {
+                    next = next.min(d);
+                }
+            }
+            self.next_sweep = next;
+        } else {
+            for token in self.dirty.drain(..) {
+                if let Some(slot) = self.slots.get_mut(&token) {
+                    if let Some(d) = one(token, slot, &mut self.again) {
+                        self.next_sweep = self.next_sweep.min(d);
+                    }
+                }
             }
         }
         for (token, reason) in closing {
             self.close(token, reason);
         }
+        (starved, swept)
     }
 
     fn close(&mut self, token: Token, reason: CloseReason) {
         let Some(mut slot) = self.slots.remove(&token) else {
             return;
         };
+        CLOSED.fetch_add(1, Ordering::Relaxed);
+        // A storm of connections grew the table; do not keep its size once they are gone
+        // (shrinking at a quarter full keeps closing O(1) amortised).
+        if self.slots.capacity() > 64 && self.slots.len() < self.slots.capacity() / 4 {
+            self.slots.shrink_to_fit();
+        }
         let span = slot.span.clone();
         let _e = span.enter();
+        let peer = slot.peer;
         match &reason {
             CloseReason::AheadOfMaster { report, max } => {
                 // The slave holds bytes this master does not: acking them would
                 // confirm messages the master lost (RocketMQ #1155, #3015).
-                error!(
+                log_limit::limited!(error!(
+                    %peer,
                     report,
                     master_max = max,
                     "slave is ahead of the master; refusing it (its tail must be cut before it can follow)"
-                );
+                ));
                 // Tell it where we end (a heartbeat carries the master's offset): a
                 // sluice slave records the divergence, a Java slave just disconnects.
                 if slot.conn.at_frame_boundary() {
@@ -296,17 +369,18 @@ impl MasterLoop {
                 let _ = slot.stream.shutdown(Shutdown::Write);
             }
             CloseReason::BelowMinOffset { offset, min } => {
-                error!(
+                log_limit::limited!(error!(
+                    %peer,
                     offset,
                     master_min = min,
                     "slave needs bytes the master no longer holds; it must be rebuilt"
-                );
+                ));
             }
             CloseReason::Eof | CloseReason::Stopped => {
-                info!(reason = %reason, "slave connection closed")
+                log_limit::limited!(info!(%peer, reason = %reason, "slave connection closed"));
             }
             CloseReason::Io(_) | CloseReason::Frame(_) | CloseReason::Housekeeping { .. } => {
-                warn!(reason = %reason, "slave connection closed");
+                log_limit::limited!(warn!(%peer, reason = %reason, "slave connection closed"));
             }
         }
         if let Err(e) = self.poll.registry().deregister(&mut slot.stream) {
@@ -319,22 +393,27 @@ impl MasterLoop {
             let mut cx = Context::from_waker(&self.task_waker);
             if fut.as_mut().poll(&mut cx).is_ready() {
                 self.growth = None;
+                // Every caught-up slave has new bytes.
+                self.sweep = true;
             }
         }
     }
 
-    /// Waits for the log to grow beyond the lowest offset a caught-up slave sits at.
-    fn arm_growth(&mut self) {
-        let Some(at) = self
-            .slots
-            .values()
-            .filter_map(|s| s.conn.starved_at())
-            .min()
-        else {
+    /// Waits for the log to grow beyond the lowest offset a caught-up slave sits at:
+    /// `starved`, over every slot when `swept`, else over the slots serviced this turn
+    /// and the offset already waited for (slots not serviced have not moved).
+    fn arm_growth(&mut self, starved: Option<u64>, swept: bool) {
+        let armed = self.growth.as_ref().map(|(o, _)| *o);
+        let lowest = match (starved, armed) {
+            _ if swept => starved,
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let Some(at) = lowest else {
             self.growth = None;
             return;
         };
-        if self.growth.as_ref().is_some_and(|(o, _)| *o == at) {
+        if armed == Some(at) {
             return;
         }
         let mut fut = self.log.wait_beyond(at);
@@ -342,7 +421,7 @@ impl MasterLoop {
         if fut.as_mut().poll(&mut cx).is_ready() {
             // Grew meanwhile: go round again without sleeping.
             self.growth = None;
-            self.busy = true;
+            self.sweep = true;
         } else {
             self.growth = Some((at, fut));
         }

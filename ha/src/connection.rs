@@ -10,7 +10,6 @@ use std::io::{self, IoSlice, Write};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tracing::info;
 
 use crate::config::HaConfig;
 use crate::error::FrameError;
@@ -172,7 +171,7 @@ impl Connection {
         }
         if self.request.is_none() {
             self.request = Some(report);
-            info!(offset = report, "slave request offset");
+            log_limit::limited!(info!(offset = report, "slave request offset"));
         }
         Ok(Some(report))
     }
@@ -190,7 +189,7 @@ impl Connection {
             None => {
                 let max = log.max_offset();
                 let from = start_offset(request, max, log.file_size());
-                info!(request, from, master_max = max, "transfer starts");
+                log_limit::limited!(info!(request, from, master_max = max, "transfer starts"));
                 from
             }
         };

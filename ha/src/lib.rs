@@ -38,6 +38,7 @@ pub mod status;
 #[cfg(test)]
 mod test_util;
 
+pub use accept::closed_connections;
 pub use config::HaConfig;
 pub use error::{ConfigError, FrameError, HaError, LogError, Result};
 pub use group_transfer::{GroupTransfer, ReplicaStatus, SlaveRegistration, SlaveWait};

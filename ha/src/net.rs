@@ -9,18 +9,18 @@ use std::net::SocketAddr;
 use socket2::{Domain, Protocol, Socket, Type};
 use tracing::debug;
 
-/// Listen backlog of the HA port; a master has a handful of slaves.
-const BACKLOG: i32 = 128;
-
-/// Binds the HA listener (`haListenPort`) with SO_REUSEADDR.
+/// Binds the HA listener (`haListenPort`) with SO_REUSEADDR and a listen backlog of
+/// `backlog` (the broker passes its `serverSocketBacklog`: a master has a handful of
+/// slaves, but a port scan or a misdirected client storm must not leave a slave's
+/// reconnect waiting out dropped SYNs).
 ///
 /// # Errors
 /// The socket cannot be created or bound.
-pub fn listen(addr: SocketAddr) -> io::Result<std::net::TcpListener> {
+pub fn listen(addr: SocketAddr, backlog: u32) -> io::Result<std::net::TcpListener> {
     let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
     socket.set_reuse_address(true)?;
     socket.bind(&addr.into())?;
-    socket.listen(BACKLOG)?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
     Ok(socket.into())
 }
 

@@ -135,8 +135,12 @@ fn slave_reconnects_after_the_master_restarts() {
     }));
     fill(&mlog, &mut rng, 50);
     std::thread::sleep(Duration::from_millis(300));
-    let master =
-        HaService::start_master(fast_config(), mlog.dyn_log(), ha::listen(addr).unwrap()).unwrap();
+    let master = HaService::start_master(
+        fast_config(),
+        mlog.dyn_log(),
+        ha::listen(addr, 1024).unwrap(),
+    )
+    .unwrap();
     assert!(caught_up(&mlog, &slog), "caught up after the restart");
     assert_identical(&mlog, &slog);
     assert!(client_status(&slave).connects >= 2);

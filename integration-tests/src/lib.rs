@@ -12,6 +12,7 @@
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 //! - `drill`: failover drills with the official Java client — the pair, the switch steps, the
 //!   books of what was acknowledged and what was drained (tests/ha_drill.rs, `reliability`).
+//! - `flood`: connection storms (open, time, hold, close, read the server's memory).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
 //! - `reliability`: the reliability driver (`--bin reliability`, RELIABILITY.md).
 //! - shared by the drivers: `procs` (child processes killed on drop, panic and Ctrl-C;
@@ -28,6 +29,7 @@ pub mod client;
 pub mod client_suite;
 pub mod drill;
 pub mod driver;
+pub mod flood;
 pub mod go;
 pub mod java;
 pub mod machine;

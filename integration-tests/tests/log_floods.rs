@@ -6,10 +6,16 @@
 //! file can be created — a full disk as the put path sees it. 2 000 sends are all refused
 //! (not one acknowledged), and the broker writes a handful of ERROR lines for them, not
 //! one per send (it wrote ~690 a second before the limit).
+//!
+//! `garbage_from_many_clients_does_not_flood_the_log`: 300 connections to a broker's main
+//! port and 300 to its HA port each send bytes that are not a frame. Each is closed; the
+//! broker logs a few lines for them, not one (or three) per connection.
 
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
-use std::time::Instant;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::{Duration, Instant};
 
 use integration_tests::client::{SyncClient, send_request};
 use integration_tests::process::{ChildProcess, ProcessSpec, TestDir, binary, workspace_root};
@@ -61,6 +67,67 @@ fn a_full_disk_does_not_flood_the_log() {
         errors.len() <= 6,
         "{} ERROR lines for {SENDS} refused sends in {took:?}",
         errors.len()
+    );
+    assert!(broker.is_running(), "the broker died");
+}
+
+#[test]
+fn garbage_from_many_clients_does_not_flood_the_log() {
+    const CLIENTS: usize = 300;
+    let dir = TestDir::new("log-garbage");
+    let ports = integration_tests::ports::reserve_consecutive(4);
+    let port = ports[2].port();
+    let spec = ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
+        .arg("-c")
+        .arg(workspace_root().join("deploy").join("broker.toml"))
+        .setting("namesrvAddr", "")
+        .setting("listenPort", port)
+        .setting("haListenPort", port + 1)
+        .setting("bindAddress", "127.0.0.1")
+        .setting("brokerIP1", "127.0.0.1")
+        .setting("storePathRootDir", dir.path().join("store").display())
+        .setting("mappedFileSizeCommitLog", 4 * 1024 * 1024);
+    let mut broker = ChildProcess::start(spec, dir, ports);
+    let before = broker.stdout().lines().count() + broker.stderr().lines().count();
+    for target in [port, port + 1] {
+        for i in 0..CLIENTS {
+            let mut s = TcpStream::connect(("127.0.0.1", target)).unwrap();
+            // A frame whose length is negative, then whatever; the HA port reads it as
+            // a report of a negative offset.
+            let _ = s.write_all(&[
+                0xff,
+                0xff,
+                0xff,
+                0xf0,
+                1,
+                2,
+                3,
+                u8::try_from(i % 250).unwrap(),
+            ]);
+            let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+            let mut sink = [0u8; 64];
+            // Wait for the close, so the broker has logged what it logs for this one.
+            while matches!(s.read(&mut sink), Ok(n) if n > 0) {}
+        }
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    let log = format!("{}\n{}", broker.stdout(), broker.stderr());
+    let lines: Vec<&str> = log
+        .lines()
+        .skip(before)
+        .filter(|l| !l.trim().is_empty())
+        .collect();
+    eprintln!(
+        "{} garbage connections: {} log lines:\n{}",
+        2 * CLIENTS,
+        lines.len(),
+        lines.join("\n")
+    );
+    assert!(
+        lines.len() <= 10,
+        "{} log lines for {} garbage connections",
+        lines.len(),
+        2 * CLIENTS
     );
     assert!(broker.is_running(), "the broker died");
 }

@@ -81,6 +81,10 @@ pub struct NamesrvConfig {
     pub bind_address: String,
     /// Port the server listens on; 0 picks a free one (logged once bound). Default: 9876.
     pub listen_port: u16,
+    /// Listen backlog (`serverSocketBacklog`): handshaken connections wait there to be
+    /// accepted; a connect storm beyond it has SYNs dropped and retried seconds later.
+    /// Default: 1024; > 0; the kernel caps it at `net.core.somaxconn`.
+    pub server_socket_backlog: u32,
     /// Connections idle this long are closed; 0 = never. Default: 120 s.
     pub server_channel_max_idle_time_seconds: u64,
     /// Longest frame accepted (`com.rocketmq.remoting.frameMaxLength`); a longer one
@@ -118,6 +122,7 @@ impl Default for NamesrvConfig {
             config_black_list: "configBlackList;configStorePath;kvConfigPath".to_owned(),
             bind_address: "0.0.0.0".to_owned(),
             listen_port: 9876,
+            server_socket_backlog: remoting::net::DEFAULT_SERVER_SOCKET_BACKLOG,
             server_channel_max_idle_time_seconds: 120,
             frame_max_length: remoting::frame::DEFAULT_MAX_FRAME_LEN,
         }
@@ -146,8 +151,8 @@ impl NamesrvConfig {
     /// settings that are accepted but have no effect here.
     ///
     /// # Errors
-    /// An empty path, an unparsable bind address, a scan interval below 10 ms or a
-    /// frame limit below 1 KiB.
+    /// An empty path, an unparsable bind address, a scan interval below 10 ms, a zero
+    /// listen backlog or a frame limit below 1 KiB.
     pub fn sanitize(&mut self) -> Result<(), ConfigError> {
         for (key, path) in [
             ("kvConfigPath", &mut self.kv_config_path),
@@ -172,6 +177,11 @@ impl NamesrvConfig {
                 "scanNotActiveBrokerInterval {} ms is below {MIN_SCAN_INTERVAL_MS} ms",
                 self.scan_not_active_broker_interval
             )));
+        }
+        if self.server_socket_backlog == 0 {
+            return Err(ConfigError::Invalid(
+                "serverSocketBacklog must be > 0".into(),
+            ));
         }
         if self.frame_max_length < MIN_FRAME_MAX_LENGTH {
             return Err(ConfigError::Invalid(format!(
@@ -276,6 +286,7 @@ mod tests {
         assert_eq!(c.scan_not_active_broker_interval, 5_000);
         assert_eq!(c.server_channel_max_idle_time_seconds, 120);
         assert_eq!(c.frame_max_length, 16 * 1024 * 1024);
+        assert_eq!(c.server_socket_backlog, 1024);
         assert!(
             c.kv_config_path.ends_with("namesrv/kvConfig.json"),
             "{}",
@@ -308,6 +319,7 @@ mod tests {
             ("bindAddress", "nowhere"),
             ("scanNotActiveBrokerInterval", "0"),
             ("frameMaxLength", "12"),
+            ("serverSocketBacklog", "0"),
             ("kvConfigPath", " "),
         ] {
             let s = Settings::from_pairs([(k, v)]);

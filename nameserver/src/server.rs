@@ -7,7 +7,9 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
+use remoting::heap::StormTrim;
 use remoting::server::{Dispatcher, Processor, ServerConfig};
 use tokio::net::TcpListener;
 use tracing::{Instrument, info, info_span};
@@ -18,18 +20,21 @@ use crate::error::{NamesrvError, Result};
 use crate::kv_config::KvConfigManager;
 use crate::processor::{HANDLED_CODES, NamesrvProcessor};
 
-/// Binds `bindAddress:listenPort`.
+/// How often the closed-connection count is looked at for a storm.
+const HEAP_CHECK: Duration = Duration::from_secs(1);
+
+/// Binds `bindAddress:listenPort` with a backlog of `serverSocketBacklog`. Must be
+/// called inside a tokio runtime.
 ///
 /// # Errors
 /// The address is invalid or cannot be bound.
-pub async fn bind(config: &NamesrvConfig) -> Result<TcpListener> {
+pub fn bind(config: &NamesrvConfig) -> Result<TcpListener> {
     let addr = format!("{}:{}", config.bind_address, config.listen_port);
     let parsed: SocketAddr = addr.parse().map_err(|_| NamesrvError::Bind {
         addr: addr.clone(),
         source: std::io::Error::new(std::io::ErrorKind::InvalidInput, "not an ip:port"),
     })?;
-    TcpListener::bind(parsed)
-        .await
+    remoting::net::listen(parsed, config.server_socket_backlog)
         .map_err(|source| NamesrvError::Bind { addr, source })
 }
 
@@ -144,9 +149,25 @@ impl Started {
             )
         };
 
+        // After a storm of closed connections, the freed heap goes back to the OS.
+        let heap = tokio::spawn(
+            async {
+                let mut tick = tokio::time::interval(HEAP_CHECK);
+                let mut storm = StormTrim::default();
+                loop {
+                    tick.tick().await;
+                    if storm.tick(remoting::connection::closed_total()) {
+                        remoting::heap::release_heap().await;
+                    }
+                }
+            }
+            .instrument(info_span!("heap", service = "heap_trim")),
+        );
+
         info!(addr = %local, "listening on {local}");
         remoting::server::run(listener, dispatcher, server_config, shutdown).await;
         scanner.abort();
+        heap.abort();
         info!(addr = %local, "name server stopped");
     }
 }

@@ -71,7 +71,7 @@ async fn serves_registers_expires_and_stops() {
         scan_not_active_broker_interval: 20,
         ..NamesrvConfig::default()
     };
-    let listener = nameserver::bind(&config).await.unwrap();
+    let listener = nameserver::bind(&config).unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(nameserver::run(listener, config, async {

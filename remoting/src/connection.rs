@@ -15,12 +15,18 @@
 //!
 //! A frame that can never be valid closes this connection only, with the reason
 //! logged. A connection without traffic for the idle time is closed.
+//!
+//! An idle connection costs little: its read buffer is allocated only once the socket
+//! has bytes, and given back when the connection has been quiet for a while with no
+//! partial frame in it (or at once after a frame larger than the usual buffer), so
+//! thousands of connected-but-quiet clients hold no 64 KiB buffers. A server counts its
+//! connections with [`OpenConnections`] instead of keeping a list of them.
 
 use std::collections::HashMap;
 use std::fmt;
 use std::io::{self, IoSlice};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -29,8 +35,8 @@ use parking_lot::Mutex;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::{mpsc, oneshot, watch};
-use tracing::{Instrument, debug, info_span, trace, warn};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
+use tracing::{Instrument, debug, debug_span, trace};
 
 use crate::command::{Body, FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand};
 use crate::error::{RemotingError, Result};
@@ -47,6 +53,15 @@ const WRITE_BATCH_SLICES: usize = 512;
 /// Requests read but not yet handled, per connection; beyond this the read task waits
 /// (TCP pushes back on the client) instead of buffering without bound.
 const REQUEST_QUEUE: usize = 4096;
+/// The read buffer grows in steps of this much (and starts at it).
+const READ_CHUNK: usize = 64 * 1024;
+/// Below this much free room the read buffer grows before the next read.
+const READ_SPARE_MIN: usize = 4096;
+/// An empty read buffer larger than this (it grew for a big frame) is dropped at once;
+/// the next read starts a fresh [`READ_CHUNK`].
+const READ_BUFFER_KEEP: usize = 2 * READ_CHUNK;
+/// An empty read buffer is dropped after this long without traffic.
+const READ_BUFFER_RELEASE: Duration = Duration::from_secs(5);
 
 /// What a connection does with the requests it receives.
 pub trait RequestHandler: Send + Sync + 'static {
@@ -56,6 +71,67 @@ pub trait RequestHandler: Send + Sync + 'static {
 
     /// Called once when the connection has closed.
     fn on_close(&self, _channel: &Channel) {}
+}
+
+/// Counts open connections without holding them. A connection started with
+/// [`spawn_counted`] counts itself in, and out once its writer has written what was
+/// queued and shut the socket down; a server waits for zero at shutdown
+/// ([`all_closed`](Self::all_closed)). Cloning shares the count.
+#[derive(Debug, Clone, Default)]
+pub struct OpenConnections(Arc<OpenState>);
+
+#[derive(Debug, Default)]
+struct OpenState {
+    count: AtomicUsize,
+    none_left: Notify,
+}
+
+impl OpenConnections {
+    /// Connections open now.
+    #[must_use]
+    pub fn len(&self) -> usize {
+        self.0.count.load(Ordering::Acquire)
+    }
+
+    /// Whether none is open.
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Resolves once no connection is open.
+    pub async fn all_closed(&self) {
+        loop {
+            // Registered before the check, so a close in between is not missed.
+            let notified = self.0.none_left.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_empty() {
+                return;
+            }
+            notified.await;
+        }
+    }
+
+    /// Counts one connection in until the returned entry is dropped; hand it to
+    /// [`spawn_counted`], which keeps it until the connection's writer is done.
+    #[must_use]
+    pub fn enter(&self) -> OpenEntry {
+        self.0.count.fetch_add(1, Ordering::AcqRel);
+        OpenEntry(self.clone())
+    }
+}
+
+/// One counted connection (see [`OpenConnections::enter`]); counts it out when dropped.
+#[derive(Debug)]
+pub struct OpenEntry(OpenConnections);
+
+impl Drop for OpenEntry {
+    fn drop(&mut self) {
+        if self.0.0.count.fetch_sub(1, Ordering::AcqRel) == 1 {
+            self.0.0.none_left.notify_waiters();
+        }
+    }
 }
 
 /// Settings of one connection.
@@ -131,6 +207,15 @@ fn now_millis() -> u64 {
 }
 
 static NEXT_CHANNEL_ID: AtomicU64 = AtomicU64::new(1);
+/// Connections (of any kind) closed since the process started.
+static CLOSED: AtomicU64 = AtomicU64::new(0);
+
+/// How many connections have closed since the process started (a housekeeping task
+/// compares it across ticks to notice a storm, see [`crate::heap::StormTrim`]).
+#[must_use]
+pub fn closed_total() -> u64 {
+    CLOSED.load(Ordering::Relaxed)
+}
 
 impl Channel {
     /// A channel with no socket behind it: whatever is sent on it comes out of the
@@ -307,7 +392,45 @@ pub fn spawn(
     options: ConnectionOptions,
     shutdown: Option<watch::Receiver<bool>>,
 ) -> io::Result<Channel> {
-    let peer = stream.peer_addr()?;
+    start(stream, None, handler, options, shutdown, None)
+}
+
+/// [`spawn`] for a server's socket accepted from `peer`: closes when `shutdown` turns
+/// true, and keeps `entry` (its count in the server's [`OpenConnections`]) until its
+/// writer is done.
+///
+/// # Errors
+/// When the socket's local address cannot be read.
+pub fn spawn_counted(
+    stream: TcpStream,
+    peer: SocketAddr,
+    handler: Arc<dyn RequestHandler>,
+    options: ConnectionOptions,
+    shutdown: watch::Receiver<bool>,
+    entry: OpenEntry,
+) -> io::Result<Channel> {
+    start(
+        stream,
+        Some(peer),
+        handler,
+        options,
+        Some(shutdown),
+        Some(entry),
+    )
+}
+
+fn start(
+    stream: TcpStream,
+    peer: Option<SocketAddr>,
+    handler: Arc<dyn RequestHandler>,
+    options: ConnectionOptions,
+    shutdown: Option<watch::Receiver<bool>>,
+    entry: Option<OpenEntry>,
+) -> io::Result<Channel> {
+    let peer = match peer {
+        Some(peer) => peer,
+        None => stream.peer_addr()?,
+    };
     let local = stream.local_addr()?;
     crate::net::tune_stream(&stream);
     let (read_half, write_half) = stream.into_split();
@@ -328,9 +451,15 @@ pub fn spawn(
         }),
     };
     channel.touch();
-    let span = info_span!("conn", id = channel.id(), %peer);
+    // A debug span: an enabled span lives in the subscriber's registry, whose slots (and
+    // their field maps) are kept for reuse; created for every connection of a storm they
+    // stay allocated, scattered among freed connection memory so that it cannot be given
+    // back. Warnings carry `peer` themselves.
+    let span = debug_span!("conn", id = channel.id(), %peer);
     let (requests, pending) = mpsc::channel(REQUEST_QUEUE);
-    tokio::spawn(write_loop(channel.clone(), write_half, queue, close_rx).instrument(span.clone()));
+    tokio::spawn(
+        write_loop(channel.clone(), write_half, queue, close_rx, entry).instrument(span.clone()),
+    );
     tokio::spawn(
         request_loop(channel.clone(), pending, Arc::clone(&handler)).instrument(span.clone()),
     );
@@ -368,7 +497,8 @@ async fn read_loop(
     shutdown: Option<watch::Receiver<bool>>,
 ) {
     let decoder = FrameDecoder::new(options.max_frame_len);
-    let mut buf = BytesMut::with_capacity(64 * 1024);
+    // Allocated at the first readable event (see the module docs).
+    let mut buf = BytesMut::new();
     let mut close_rx = channel.inner.close_tx.subscribe();
     let mut shutdown = shutdown;
     let reason = 'conn: loop {
@@ -383,23 +513,34 @@ async fn read_loop(
                         }
                     }
                     Err(e) => {
-                        warn!(error = %e, "closing connection: malformed frame");
+                        log_limit::limited!(
+                            warn!(error = %e, peer = %channel.peer_addr(), "closing connection: malformed frame")
+                        );
                         break 'conn "malformed frame";
                     }
                 },
                 Ok(None) => break,
                 Err(e) => {
-                    warn!(error = %e, "closing connection: malformed frame");
+                    log_limit::limited!(
+                        warn!(error = %e, peer = %channel.peer_addr(), "closing connection: malformed frame")
+                    );
                     break 'conn "malformed frame";
                 }
             }
         }
-        if buf.capacity() - buf.len() < 4096 {
-            buf.reserve(64 * 1024);
+        if buf.is_empty() && buf.capacity() > READ_BUFFER_KEEP {
+            // It grew for a big frame: do not keep that much per connection.
+            buf = BytesMut::new();
         }
         let idle = idle_deadline(&channel, options.idle_timeout);
+        let release = (buf.is_empty() && buf.capacity() > 0)
+            .then(|| quiet_deadline(&channel, READ_BUFFER_RELEASE));
+        let wake = match (idle, release) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         tokio::select! {
-            read = socket.read_buf(&mut buf) => match read {
+            read = read_some(&mut socket, &mut buf) => match read {
                 Ok(0) => break "closed by peer",
                 Ok(_) => channel.touch(),
                 Err(e) => {
@@ -407,10 +548,13 @@ async fn read_loop(
                     break "read error";
                 }
             },
-            () = sleep_until_opt(idle) => {
+            () = sleep_until_opt(wake) => {
                 // Writes also count as activity: only close if nothing moved since.
                 if idle_deadline(&channel, options.idle_timeout).is_some_and(|d| d <= tokio::time::Instant::now()) {
                     break "idle timeout";
+                }
+                if buf.is_empty() && quiet_deadline(&channel, READ_BUFFER_RELEASE) <= tokio::time::Instant::now() {
+                    buf = BytesMut::new();
                 }
             }
             _ = close_rx.wait_for(|c| *c) => break "closed locally",
@@ -418,17 +562,39 @@ async fn read_loop(
         }
     };
     debug!(reason, "connection closing");
+    CLOSED.fetch_add(1, Ordering::Relaxed);
     channel.close();
     // Fail every request still waiting for a response.
     channel.inner.pending.lock().clear();
     handler.on_close(&channel);
 }
 
+/// Reads what the socket has into `buf`, allocating or growing it first: an unallocated
+/// buffer is allocated only once bytes (or the end) have arrived. Cancel safe (a buffer
+/// grown before the cancel just stays).
+async fn read_some(socket: &mut OwnedReadHalf, buf: &mut BytesMut) -> io::Result<usize> {
+    if buf.capacity() == 0 {
+        // A peek, not `readable()`: tokio reports a fresh socket readable before anything
+        // arrived. Peeking consumes nothing; 0 is the end of the stream.
+        if socket.peek(&mut [0u8; 1]).await? == 0 {
+            return Ok(0);
+        }
+    }
+    if buf.capacity() - buf.len() < READ_SPARE_MIN {
+        buf.reserve(READ_CHUNK);
+    }
+    socket.read_buf(buf).await
+}
+
 fn idle_deadline(channel: &Channel, idle: Option<Duration>) -> Option<tokio::time::Instant> {
-    let idle = idle?;
+    idle.map(|idle| quiet_deadline(channel, idle))
+}
+
+/// When the connection will have been without traffic for `quiet`.
+fn quiet_deadline(channel: &Channel, quiet: Duration) -> tokio::time::Instant {
     let last = channel.inner.last_activity.load(Ordering::Relaxed);
     let elapsed = Duration::from_millis(now_millis().saturating_sub(last));
-    Some(tokio::time::Instant::now() + idle.saturating_sub(elapsed))
+    tokio::time::Instant::now() + quiet.saturating_sub(elapsed)
 }
 
 async fn sleep_until_opt(deadline: Option<tokio::time::Instant>) {
@@ -454,6 +620,8 @@ async fn write_loop(
     mut socket: OwnedWriteHalf,
     mut queue: mpsc::UnboundedReceiver<RemotingCommand>,
     mut close_rx: watch::Receiver<bool>,
+    // Dropped when this returns: the connection is counted out of its server then.
+    _counted: Option<OpenEntry>,
 ) {
     let mut batch = WriteBatch::default();
     loop {
@@ -515,7 +683,9 @@ struct WriteBatch {
 impl WriteBatch {
     fn push(&mut self, cmd: &RemotingCommand) {
         if let Err(e) = cmd.encode_head(&mut self.scratch) {
-            warn!(error = %e, code = cmd.code(), "dropping unencodable command");
+            log_limit::limited!(
+                warn!(error = %e, code = cmd.code(), "dropping unencodable command")
+            );
             return;
         }
         // A multi-part body is made of slices handed out to be written as they are

@@ -15,7 +15,8 @@
 //! - [`client`]: connection cache, sync/async/oneway invocation with timeouts.
 //! - [`config_file`]: crash-safe config files (temp, fsync, rename, `.bak`).
 //! - [`settings`]: `-c FILE -o key=value` configuration loading shared by every binary.
-//! - [`net`]: socket options and address parsing.
+//! - [`net`]: listeners, socket options and address parsing.
+//! - [`heap`]: returning the heap freed by a connection storm to the OS.
 //! - [`startup`]: the one-line fatal error every binary exits with.
 #![warn(clippy::pedantic)]
 #![allow(
@@ -37,6 +38,7 @@ pub mod ext_header;
 pub mod fastjson;
 pub mod frame;
 pub mod header;
+pub mod heap;
 pub mod net;
 pub mod protocol;
 pub mod server;

@@ -1,11 +1,71 @@
-//! Socket options and address parsing, in one place.
+//! Socket options, listeners and address parsing, in one place.
 
+use std::io;
 use std::net::{SocketAddr, ToSocketAddrs};
 
-use tokio::net::TcpStream;
-use tracing::debug;
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::net::{TcpListener, TcpStream};
+use tracing::{debug, warn};
 
 use crate::error::{RemotingError, Result};
+
+/// RocketMQ's default listen backlog (`serverSocketBacklog`, from NettySystemConfig's
+/// `com.rocketmq.remoting.socket.backlog`). tokio's own `bind` listens with 128.
+pub const DEFAULT_SERVER_SOCKET_BACKLOG: u32 = 1024;
+
+/// Where Linux caps every listen backlog.
+const SOMAXCONN: &str = "/proc/sys/net/core/somaxconn";
+
+/// Raises this process's soft limit on open files (`RLIMIT_NOFILE`) to its hard limit,
+/// as RocketMQ's start scripts do with `ulimit -n`: every connection is a descriptor,
+/// and the soft limit is often 1024. Returns the soft limit now in force (`None`: it
+/// cannot be read); a refusal is logged, not an error.
+pub fn raise_fd_limit() -> Option<u64> {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let mut limit = getrlimit(Resource::Nofile);
+    if limit.current < limit.maximum {
+        let from = limit.current;
+        limit.current = limit.maximum;
+        match setrlimit(Resource::Nofile, limit) {
+            Ok(()) => debug!(from = ?from, to = ?limit.maximum, "raised RLIMIT_NOFILE"),
+            Err(e) => {
+                warn!(error = %e, "cannot raise RLIMIT_NOFILE; connections beyond it fail to accept");
+            }
+        }
+    }
+    getrlimit(Resource::Nofile).current
+}
+
+/// Binds a listener on `addr` with SO_REUSEADDR (as tokio's `bind` does, so a restarted
+/// server rebinds its port at once) and a listen backlog of `backlog`
+/// (`serverSocketBacklog`): connections whose handshake is done wait there until
+/// accepted. A storm of connects beyond it has its SYNs dropped, and each retries only
+/// after a second or more. The kernel caps it at `net.core.somaxconn` (logged).
+///
+/// Must be called inside a tokio runtime.
+///
+/// # Errors
+/// The socket cannot be created, bound or put in listening state.
+pub fn listen(addr: SocketAddr, backlog: u32) -> io::Result<TcpListener> {
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_reuse_address(true)?;
+    socket.set_nonblocking(true)?;
+    socket.bind(&addr.into())?;
+    socket.listen(i32::try_from(backlog).unwrap_or(i32::MAX))?;
+    if let Some(cap) = std::fs::read_to_string(SOMAXCONN)
+        .ok()
+        .and_then(|s| s.trim().parse::<u32>().ok())
+        .filter(|cap| backlog > *cap)
+    {
+        warn!(
+            backlog,
+            somaxconn = cap,
+            %addr,
+            "serverSocketBacklog is above net.core.somaxconn; the kernel uses somaxconn"
+        );
+    }
+    TcpListener::from_std(socket.into())
+}
 
 /// Options every remoting connection gets: no Nagle delay (requests are small and
 /// latency-bound), keepalive so dead peers are noticed.
@@ -65,6 +125,44 @@ pub fn split_addr_list(list: &str) -> Vec<String> {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// With nothing accepting, every connect of a burst larger than tokio's 128 must
+    /// complete its handshake and wait in the accept queue: the backlog is the one asked
+    /// for. (With 128, the SYNs beyond it are dropped and the connects hang.)
+    #[tokio::test]
+    async fn listener_has_the_configured_backlog() {
+        const BURST: usize = 300;
+        let listener = listen("127.0.0.1:0".parse().unwrap(), 1024).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connects = (0..BURST).map(|_| tokio::spawn(TcpStream::connect(addr)));
+        let connected = tokio::time::timeout(std::time::Duration::from_secs(20), async {
+            let mut streams = Vec::new();
+            for c in connects {
+                streams.push(c.await.unwrap().unwrap());
+            }
+            streams
+        })
+        .await
+        .expect("every connect of the burst completes while nothing accepts");
+        assert_eq!(connected.len(), BURST);
+        for _ in 0..BURST {
+            tokio::time::timeout(std::time::Duration::from_secs(10), listener.accept())
+                .await
+                .expect("the handshake waits in the accept queue")
+                .unwrap();
+        }
+    }
+
+    #[test]
+    fn fd_limit_is_raised_to_the_hard_limit() {
+        use rustix::process::{Resource, getrlimit, setrlimit};
+        let mut limit = getrlimit(Resource::Nofile);
+        let hard = limit.maximum;
+        // Start from a low soft limit (lowering needs no privilege), as a login shell's 1024.
+        limit.current = Some(hard.unwrap_or(u64::MAX).min(4096));
+        setrlimit(Resource::Nofile, limit).unwrap();
+        assert_eq!(raise_fd_limit(), hard);
+    }
 
     #[test]
     fn parses_addresses() {

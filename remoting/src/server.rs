@@ -14,11 +14,11 @@ use std::time::Duration;
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::code::ResponseCode;
 use crate::command::{FLAG_RESPONSE, RemotingCommand};
-use crate::connection::{self, Channel, ConnectionOptions, RequestHandler};
+use crate::connection::{self, Channel, ConnectionOptions, OpenConnections, RequestHandler};
 
 /// A response that is not ready yet.
 pub type LaterReply = Pin<Box<dyn Future<Output = Option<RemotingCommand>> + Send + 'static>>;
@@ -154,7 +154,9 @@ impl Dispatcher {
         let reply = if let Some(p) = processor {
             p.process(channel, request)
         } else {
-            warn!(code, peer = %channel.peer_addr(), "request code not supported");
+            log_limit::limited!(
+                warn!(code, peer = %channel.peer_addr(), "request code not supported")
+            );
             Reply::Now(RemotingCommand::response(
                 ResponseCode::RequestCodeNotSupported,
                 Some(format!(" request type {code} not supported")),
@@ -205,11 +207,32 @@ impl RequestHandler for Dispatcher {
 }
 
 /// Serves `dispatcher` on `listener` until `shutdown` resolves, then stops accepting,
-/// closes every connection (queued responses are still written) and returns.
+/// closes every connection (queued responses are still written) and returns once they
+/// have all closed, or after [`ServerConfig::shutdown_grace`].
 pub async fn run(
     listener: TcpListener,
     dispatcher: Dispatcher,
     config: ServerConfig,
+    shutdown: impl Future<Output = ()>,
+) {
+    serve(
+        listener,
+        dispatcher,
+        config,
+        &OpenConnections::default(),
+        shutdown,
+    )
+    .await;
+}
+
+/// [`run`], counting its connections in `open`. Accepting is O(1): the server keeps
+/// no list of its connections. Each counts itself out as it closes, and shutdown
+/// tells them all at once (one watch) and waits for the count to reach zero.
+async fn serve(
+    listener: TcpListener,
+    dispatcher: Dispatcher,
+    config: ServerConfig,
+    open: &OpenConnections,
     shutdown: impl Future<Output = ()>,
 ) {
     let dispatcher = Arc::new(dispatcher);
@@ -222,41 +245,112 @@ pub async fn run(
         .local_addr()
         .map_or_else(|_| "?".to_owned(), |a| a.to_string());
     info!(addr = %local, "remoting server listening");
-    let mut live: Vec<Channel> = Vec::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => {
-                    let handler: Arc<dyn RequestHandler> = dispatcher.clone();
-                    match connection::spawn(stream, handler, options, Some(stop_rx.clone())) {
-                        Ok(channel) => {
-                            debug!(peer = %channel.peer_addr(), id = channel.id(), "accepted");
-                            for l in &dispatcher.listeners {
-                                l.on_connect(&channel);
+                Ok((stream, peer)) => {
+                    // The loop only accepts; the connection is set up in its own task, so
+                    // a storm of connects is taken off the listen queue as fast as it comes.
+                    let entry = open.enter();
+                    let dispatcher = Arc::clone(&dispatcher);
+                    let stop = stop_rx.clone();
+                    tokio::spawn(async move {
+                        let handler: Arc<dyn RequestHandler> = dispatcher.clone();
+                        match connection::spawn_counted(stream, peer, handler, options, stop, entry) {
+                            Ok(channel) => {
+                                debug!(%peer, id = channel.id(), "accepted");
+                                for l in &dispatcher.listeners {
+                                    l.on_connect(&channel);
+                                }
                             }
-                            live.retain(|c| !c.is_closed());
-                            live.push(channel);
+                            Err(e) => debug!(error = %e, %peer, "accepted socket unusable"),
                         }
-                        Err(e) => debug!(error = %e, "accepted socket unusable"),
-                    }
+                    });
                 }
                 Err(e) => {
                     // EMFILE and friends: back off instead of spinning.
-                    error!(error = %e, "accept failed");
+                    log_limit::limited!(error!(error = %e, "accept failed"));
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
             },
             () = &mut shutdown => break,
         }
     }
-    info!(addr = %local, connections = live.len(), "remoting server shutting down");
+    info!(addr = %local, connections = open.len(), "remoting server shutting down");
     drop(listener);
     stop_tx.send_replace(true);
-    let wait_all = async {
-        for channel in &live {
-            channel.closed().await;
+    if tokio::time::timeout(config.shutdown_grace, open.all_closed())
+        .await
+        .is_err()
+    {
+        warn!(addr = %local, connections = open.len(), "connections still open after the shutdown grace");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+    use tokio::net::TcpStream;
+
+    const T: Duration = Duration::from_secs(5);
+
+    async fn wait_count(open: &OpenConnections, n: usize) {
+        tokio::time::timeout(T, async {
+            while open.len() != n {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+        })
+        .await
+        .unwrap_or_else(|_| panic!("open connections stayed {} (want {n})", open.len()));
+    }
+
+    /// The count follows connections as they close, with no accept in between to
+    /// prune a list; shutdown closes the rest and returns once they are gone.
+    #[tokio::test]
+    async fn open_connections_are_counted_out_as_they_close() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let open = OpenConnections::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = {
+            let open = open.clone();
+            tokio::spawn(async move {
+                serve(
+                    listener,
+                    Dispatcher::new(),
+                    ServerConfig::default(),
+                    &open,
+                    async {
+                        let _ = stopped.await;
+                    },
+                )
+                .await;
+            })
+        };
+        let mut clients = Vec::new();
+        for _ in 0..3 {
+            clients.push(TcpStream::connect(addr).await.unwrap());
         }
-    };
-    let _ = tokio::time::timeout(config.shutdown_grace, wait_all).await;
+        wait_count(&open, 3).await;
+        drop(clients.pop());
+        drop(clients.pop());
+        wait_count(&open, 1).await;
+
+        stop.send(()).unwrap();
+        tokio::time::timeout(T, server).await.unwrap().unwrap();
+        assert_eq!(
+            open.len(),
+            0,
+            "shutdown returned before its connections closed"
+        );
+        let mut last = clients.pop().unwrap();
+        let mut byte = [0u8; 1];
+        let n = tokio::time::timeout(T, last.read(&mut byte))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(n, 0, "the server closed the remaining connection");
+    }
 }

@@ -98,6 +98,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    // Every connection is a descriptor (RocketMQ's scripts raise `ulimit -n` too).
+    remoting::net::raise_fd_limit();
     // Experiment knob: worker threads of the runtime (default: one per core).
     let mut builder = tokio::runtime::Builder::new_multi_thread();
     if let Some(n) = std::env::var("SLUICE_WORKER_THREADS")
@@ -136,9 +138,13 @@ async fn serve(
         info!(signal = name, "shutting down");
     };
     // Every port first, so a taken one stops the broker before it touches the store.
-    let listener = broker::server::bind(&config.bind_address, config.listen_port).await?;
+    let listener = broker::server::bind(
+        &config.bind_address,
+        config.listen_port,
+        config.server_socket_backlog,
+    )?;
     let port = listener.local_addr()?.port();
-    let vip_channel = broker::server::bind_vip_channel(&config, port).await?;
+    let vip_channel = broker::server::bind_vip_channel(&config, port)?;
     // Opening the store (its lock, then recovery) may take a while.
     let broker =
         tokio::task::spawn_blocking(move || Broker::open(config, store_config, ha_config, port))

@@ -347,7 +347,7 @@ pub fn fast_config() -> HaConfig {
 
 /// A master on an ephemeral loopback port.
 pub fn start_master(log: &MemLog, config: HaConfig) -> HaService {
-    let listener = ha::listen("127.0.0.1:0".parse().unwrap()).unwrap();
+    let listener = ha::listen("127.0.0.1:0".parse().unwrap(), 1024).unwrap();
     HaService::start_master(config, log.dyn_log(), listener).unwrap()
 }
 

@@ -61,6 +61,8 @@ fn main() -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
+    // Every connection is a descriptor (RocketMQ's scripts raise `ulimit -n` too).
+    remoting::net::raise_fd_limit();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -90,7 +92,7 @@ async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> 
         };
         info!(signal = name, "shutting down");
     };
-    let listener = nameserver::bind(&config).await?;
+    let listener = nameserver::bind(&config)?;
     let started = nameserver::start(listener, config, Arc::new(nameserver::SystemClock))?;
     // Only now: the port is bound and the KV table loaded.
     println!(
