@@ -94,6 +94,16 @@ fn profile_dir() -> PathBuf {
         .to_owned()
 }
 
+/// Whether the binaries the tests run are an optimized build (`target/release`, or a
+/// `SLUICE_BIN_DIR` of one): bounds that hold for what operators run are asserted as
+/// they are only then.
+#[must_use]
+pub fn optimized_binaries() -> bool {
+    profile_dir()
+        .file_name()
+        .is_some_and(|name| name != "debug")
+}
+
 /// Packages whose binaries this process has built (or failed to build).
 static BUILT: Mutex<Option<HashMap<String, Result<(), String>>>> = Mutex::new(None);
 

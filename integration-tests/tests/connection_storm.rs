@@ -2,7 +2,8 @@
 //! connections opened at once to the broker's main port, to the name server, and to
 //! the broker's HA port (connections that send nothing), then closed.
 //!
-//! Each must be accepted by the server within [`ACCEPT_BOUND`] (a 128-entry listen
+//! Each must be accepted by the server within [`ACCEPT_BOUND`] (release binaries;
+//! [`ACCEPT_BOUND_DEBUG`] for a debug build) (a 128-entry listen
 //! backlog drops SYNs, which the kernel retries a second later and more: tens of
 //! seconds), and once closed the server's `VmRSS` must come back within
 //! [`RESIDUE_BOUND`] of where it was (freed connection memory kept by malloc showed as
@@ -26,8 +27,13 @@ use remoting::{RemotingCommand, RequestCode};
 
 /// Connections per storm.
 const CONNECTIONS: usize = 10_000;
-/// The bound on accepting all of them.
+/// The bound on accepting all of them, for the release binaries operators run
+/// (`SLUICE_BIN_DIR=target/release`: 0.6-1.4 s on the 2-core machine).
 const ACCEPT_BOUND: Duration = Duration::from_secs(2);
+/// The bound for an unoptimized build (`cargo test`'s own): it accepts slower, so a few
+/// SYNs wait out one or two kernel retries. Still far below what a 128-entry backlog
+/// gave (40-60 s).
+const ACCEPT_BOUND_DEBUG: Duration = Duration::from_secs(6);
 /// The bound on `VmRSS` after close minus before.
 const RESIDUE_BOUND: i64 = 20 * 1024 * 1024;
 /// Descriptors this process needs: the connections, plus room for the harness.
@@ -42,9 +48,14 @@ fn check(report: &StormReport) {
     let accepted = report
         .accepted_in
         .unwrap_or_else(|| panic!("the server never held every connection:\n{report}"));
+    let bound = if integration_tests::process::optimized_binaries() {
+        ACCEPT_BOUND
+    } else {
+        ACCEPT_BOUND_DEBUG
+    };
     assert!(
-        accepted < ACCEPT_BOUND,
-        "accepting {CONNECTIONS} connections took {accepted:?} (bound {ACCEPT_BOUND:?}):\n{report}"
+        accepted < bound,
+        "accepting {CONNECTIONS} connections took {accepted:?} (bound {bound:?}):\n{report}"
     );
     assert_eq!(
         report.probes_answered, report.probes_sent,
