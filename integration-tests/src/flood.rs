@@ -13,6 +13,7 @@
 //! [`storm`] is the whole routine (the `connection_storm` test and any other driver
 //! use it); [`Flood`] and the `/proc` readers are its parts.
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
 use std::io::{self, Read, Write};
@@ -48,16 +49,9 @@ fn start_connect(addr: SocketAddr) -> io::Result<Socket> {
 
 /// Raises this process's soft `RLIMIT_NOFILE` to its hard limit (children inherit
 /// it) and returns the soft limit now in force.
+#[must_use]
 pub fn raise_nofile_limit() -> u64 {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current != limit.maximum {
-        limit.current = limit.maximum;
-        if let Err(e) = setrlimit(Resource::Nofile, limit) {
-            eprintln!("cannot raise RLIMIT_NOFILE: {e}");
-        }
-    }
-    getrlimit(Resource::Nofile).current.unwrap_or(u64::MAX)
+    remoting::net::raise_fd_limit().unwrap_or(u64::MAX)
 }
 
 /// Connections to local `port` that `pid` holds open: its socket descriptors matched
@@ -171,6 +165,10 @@ pub struct Flood {
     connected_in: Duration,
     failed: usize,
     first_error: Option<String>,
+    /// Failures by kind (`os error 111`, `connect timed out`...).
+    errors: BTreeMap<String, usize>,
+    /// Each connection's connect time, SYN to established, sorted once open.
+    connect_times: Vec<Duration>,
 }
 
 impl Flood {
@@ -187,30 +185,38 @@ impl Flood {
             connected_in: Duration::ZERO,
             failed: 0,
             first_error: None,
+            errors: BTreeMap::new(),
+            connect_times: Vec::with_capacity(count),
         };
-        let mut pending: Vec<Socket> = Vec::new();
+        let mut pending: Vec<(Socket, Instant)> = Vec::new();
         let mut issued = 0;
         while issued < count || !pending.is_empty() {
             while issued < count && pending.len() < in_flight.max(1) {
                 issued += 1;
                 match start_connect(addr) {
-                    Ok(socket) => pending.push(socket),
-                    Err(e) => flood.fail(e.to_string()),
+                    Ok(socket) => pending.push((socket, Instant::now())),
+                    Err(e) => flood.fail(&e),
                 }
             }
             // A connect is done when the socket has a peer (or an error).
             let mut still = Vec::with_capacity(pending.len());
-            for socket in pending {
+            for (socket, since) in pending {
                 match socket.take_error() {
-                    Ok(Some(e)) | Err(e) => flood.fail(e.to_string()),
+                    Ok(Some(e)) | Err(e) => flood.fail(&e),
                     Ok(None) if socket.peer_addr().is_ok() => match socket.set_nonblocking(false) {
-                        Ok(()) => flood.streams.push(socket.into()),
-                        Err(e) => flood.fail(e.to_string()),
+                        Ok(()) => {
+                            flood.connect_times.push(since.elapsed());
+                            flood.streams.push(socket.into());
+                        }
+                        Err(e) => flood.fail(&e),
                     },
                     Ok(None) if started.elapsed() > CONNECT_TIMEOUT => {
-                        flood.fail(format!("connect timed out after {CONNECT_TIMEOUT:?}"));
+                        flood.fail(&io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            format!("connect timed out after {CONNECT_TIMEOUT:?}"),
+                        ));
                     }
-                    Ok(None) => still.push(socket),
+                    Ok(None) => still.push((socket, since)),
                 }
             }
             pending = still;
@@ -219,12 +225,55 @@ impl Flood {
             }
         }
         flood.connected_in = started.elapsed();
+        flood.connect_times.sort_unstable();
         flood
     }
 
-    fn fail(&mut self, error: String) {
+    fn fail(&mut self, error: &io::Error) {
         self.failed += 1;
-        self.first_error.get_or_insert(error);
+        self.first_error.get_or_insert_with(|| error.to_string());
+        let kind = error.raw_os_error().map_or_else(
+            || format!("{:?}", error.kind()),
+            |code| format!("os error {code}"),
+        );
+        *self.errors.entry(kind).or_default() += 1;
+    }
+
+    /// Failures by kind.
+    #[must_use]
+    pub fn errors(&self) -> &BTreeMap<String, usize> {
+        &self.errors
+    }
+
+    /// The connect time (SYN to established, client side) at quantile `q` (0.5, 0.99,
+    /// 1.0 = slowest); zero when none connected.
+    #[must_use]
+    pub fn connect_time(&self, q: f64) -> Duration {
+        let Some(last) = self.connect_times.len().checked_sub(1) else {
+            return Duration::ZERO;
+        };
+        #[allow(
+            clippy::cast_possible_truncation,
+            clippy::cast_sign_loss,
+            clippy::cast_precision_loss,
+            reason = "an index into the sorted sample"
+        )]
+        let at = ((last as f64) * q.clamp(0.0, 1.0)).round() as usize;
+        self.connect_times[at.min(last)]
+    }
+
+    /// How many connections the server still holds open: a peek finds nothing to read
+    /// (not end of stream, not reset).
+    #[must_use]
+    pub fn still_open(&self) -> usize {
+        let mut buf = [0u8; 1];
+        self.streams
+            .iter()
+            .filter(|c| {
+                c.set_nonblocking(true).is_ok()
+                    && matches!(c.peek(&mut buf), Err(e) if e.kind() == io::ErrorKind::WouldBlock)
+            })
+            .count()
     }
 
     /// Connections open.
@@ -279,11 +328,14 @@ impl Flood {
     /// A FIN would leave each client port in TIME_WAIT for a minute: three storms of
     /// 10,000 in a row then exhaust the 28,000 ephemeral ports, and the next storm's
     /// connects wait on the client's port search and SYN retries, not on the server.
-    pub fn close(self) {
+    /// Returns how long closing took.
+    pub fn close(self) -> Duration {
+        let started = Instant::now();
         for stream in &self.streams {
             let _ = socket2::SockRef::from(stream).set_linger(Some(Duration::ZERO));
         }
         drop(self.streams);
+        started.elapsed()
     }
 }
 

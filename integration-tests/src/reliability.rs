@@ -15,7 +15,6 @@
 //! Layout:
 //! - `scenario`: the scenarios, the plan (sizes of quick and long runs), one run of one.
 //! - `kill_loop`, `slave_kill`, `failover`, `disk_full`, `conn_flood`: the scenarios.
-//! - `flood`: open N connections, time them, hold, close.
 //! - `tmpfs`: the size-limited file system of the disk-full scenario, unmounted on any exit.
 //! - `report`: results JSON, the invariants, RELIABILITY.md.
 //!
@@ -26,7 +25,6 @@
 pub mod conn_flood;
 pub mod disk_full;
 pub mod failover;
-pub mod flood;
 pub mod kill_loop;
 pub mod report;
 pub mod scenario;
@@ -108,14 +106,11 @@ pub fn main_with(cli: &Cli) -> i32 {
 /// sockets; the brokers it starts inherit it, as an operator's `ulimit -n` would give them);
 /// returns the limits after.
 fn raise_open_files() -> (Option<u64>, Option<u64>) {
-    use rustix::process::{Resource, getrlimit, setrlimit};
-    let mut limit = getrlimit(Resource::Nofile);
-    if limit.current != limit.maximum {
-        limit.current = limit.maximum;
-        let _ = setrlimit(Resource::Nofile, limit);
-    }
-    let now = getrlimit(Resource::Nofile);
-    (now.current, now.maximum)
+    let soft = remoting::net::raise_fd_limit();
+    (
+        soft,
+        rustix::process::getrlimit(rustix::process::Resource::Nofile).maximum,
+    )
 }
 
 #[allow(

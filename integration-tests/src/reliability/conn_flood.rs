@@ -1,5 +1,5 @@
 //! Connection floods: while the official Java producer sends at a steady pace on its own
-//! (already open) connection, [`flood`](super::flood::flood) opens `--quick` 2 000 / long
+//! (already open) connection, [`Flood`](crate::flood::Flood) opens `--quick` 2 000 / long
 //! 10 000 TCP connections to the broker's main port, holds them, closes them; then the same on
 //! the name server's port. Figures: the time until the process has accepted every connection
 //! (its open files grew by that many: a client's connect completes before that), the connect
@@ -12,9 +12,9 @@ use std::net::SocketAddr;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use super::flood::flood;
 use super::scenario::{Ctx, Outcome};
 use crate::drill::{self, Ack, Books, DrillProducer, ProducerOptions, now_ms};
+use crate::flood::{Flood, fd_count};
 use crate::java::{JavaTools, V4, unique_name};
 use crate::process::{HaBrokerProcess, NamesrvProcess, TestDir, ha_status, try_request};
 use crate::procs::{RssSampler, rss_anon, vm_rss};
@@ -49,7 +49,14 @@ fn mib(bytes: Option<u64>) -> f64 {
 }
 
 fn open_files(pid: u32) -> usize {
-    fs::read_dir(format!("/proc/{pid}/fd")).map_or(0, Iterator::count)
+    fd_count(pid).unwrap_or(0)
+}
+
+/// Handshakes in flight at once.
+pub const IN_FLIGHT: usize = 1_000;
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }
 
 /// `Max open files` soft limit of `pid` (`/proc/PID/limits`).
@@ -185,18 +192,20 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
         let from = now_ms();
         let clock = Instant::now();
         let sampler = RssSampler::start(vec![*pid]);
-        let held = flood(sock, n);
-        let r = &held.report;
-        ctx.result.count(&format!("{label}_connected"), r.connected);
+        let held = Flood::open(sock, n, IN_FLIGHT);
+        let connected = held.len();
+        ctx.result.count(&format!("{label}_connected"), connected);
         ctx.result
-            .count(&format!("{label}_connect_failed"), r.failed);
-        ctx.result
-            .metric(&format!("{label}_handshakes_done_ms"), r.elapsed_ms);
+            .count(&format!("{label}_connect_failed"), held.failures().0);
+        ctx.result.metric(
+            &format!("{label}_handshakes_done_ms"),
+            ms(held.connected_in()),
+        );
         // A client's connect completes once the kernel has the handshake, and with a full
         // accept queue the client believes it is connected while the server still holds the
         // connection half-open: the process has accepted them all once its open files grew by
         // that many.
-        let target = files_before + r.connected;
+        let target = files_before + connected;
         if wait_accepted(*pid, target) {
             ctx.result.metric(
                 &format!("{label}_time_to_accept_all_ms"),
@@ -207,16 +216,22 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
             &format!("{label}_accepted"),
             open_files(*pid).saturating_sub(files_before).min(n),
         );
-        ctx.result
-            .metric(&format!("{label}_connect_p50_ms"), r.connect_p50_ms);
-        ctx.result
-            .metric(&format!("{label}_connect_p99_ms"), r.connect_p99_ms);
-        ctx.result
-            .metric(&format!("{label}_connect_max_ms"), r.connect_max_ms);
-        if !r.errors.is_empty() {
+        ctx.result.metric(
+            &format!("{label}_connect_p50_ms"),
+            ms(held.connect_time(0.5)),
+        );
+        ctx.result.metric(
+            &format!("{label}_connect_p99_ms"),
+            ms(held.connect_time(0.99)),
+        );
+        ctx.result.metric(
+            &format!("{label}_connect_max_ms"),
+            ms(held.connect_time(1.0)),
+        );
+        if !held.errors().is_empty() {
             ctx.result.note(
                 &format!("{label}_connect_errors"),
-                r.errors
+                held.errors()
                     .iter()
                     .map(|(k, n)| format!("{k} × {n}"))
                     .collect::<Vec<_>>()

@@ -802,7 +802,7 @@ fn description(sc: &Scenario, plan: &Plan) -> String {
             conn_flood::BODY_SIZE,
             conn_flood::INTERVAL_MS,
             plan.flood_connections,
-            super::flood::IN_FLIGHT,
+            conn_flood::IN_FLIGHT,
             plan.flood_hold_secs,
             3
         ),
