@@ -285,6 +285,22 @@ impl ProcessSpec {
         self.arg("-o").arg(format!("{key}={value}"))
     }
 
+    /// Adds what a stand-alone broker on loopback needs: `-c config`, no name server,
+    /// `listenPort = port` (HA on `port + 1`, the VIP channel on `port - 2`), brokerIP1
+    /// and bindAddress 127.0.0.1, the store under `store_root`, 4 MiB CommitLog files.
+    #[must_use]
+    pub fn loopback_broker(self, config: &Path, store_root: &Path, port: u16) -> Self {
+        self.arg("-c")
+            .arg(config)
+            .setting("namesrvAddr", "")
+            .setting("listenPort", port)
+            .setting("haListenPort", port + 1)
+            .setting("bindAddress", "127.0.0.1")
+            .setting("brokerIP1", "127.0.0.1")
+            .setting("storePathRootDir", store_root.display())
+            .setting("mappedFileSizeCommitLog", 4 * 1024 * 1024)
+    }
+
     /// Adds an environment variable.
     #[must_use]
     pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Self {

@@ -22,6 +22,10 @@ use integration_tests::process::{ChildProcess, ProcessSpec, TestDir, binary, wor
 
 const SENDS: usize = 2_000;
 
+fn broker_toml() -> std::path::PathBuf {
+    workspace_root().join("deploy").join("broker.toml")
+}
+
 #[test]
 fn a_full_disk_does_not_flood_the_log() {
     let dir = TestDir::new("log-flood");
@@ -32,15 +36,7 @@ fn a_full_disk_does_not_flood_the_log() {
         .arg("-c")
         .arg("trap '' XFSZ; ulimit -f 1024; exec \"$0\" \"$@\"")
         .arg(binary("broker", "mqbroker"))
-        .arg("-c")
-        .arg(workspace_root().join("deploy").join("broker.toml"))
-        .setting("namesrvAddr", "")
-        .setting("listenPort", port)
-        .setting("haListenPort", port + 1)
-        .setting("bindAddress", "127.0.0.1")
-        .setting("brokerIP1", "127.0.0.1")
-        .setting("storePathRootDir", dir.path().join("store").display())
-        .setting("mappedFileSizeCommitLog", 4 * 1024 * 1024);
+        .loopback_broker(&broker_toml(), &dir.path().join("store"), port);
     let mut broker = ChildProcess::start(spec, dir, ports);
     let addr = broker.listening_addr().unwrap().to_string();
     let client = SyncClient::new();
@@ -77,16 +73,11 @@ fn garbage_from_many_clients_does_not_flood_the_log() {
     let dir = TestDir::new("log-garbage");
     let ports = integration_tests::ports::reserve_consecutive(4);
     let port = ports[2].port();
-    let spec = ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
-        .arg("-c")
-        .arg(workspace_root().join("deploy").join("broker.toml"))
-        .setting("namesrvAddr", "")
-        .setting("listenPort", port)
-        .setting("haListenPort", port + 1)
-        .setting("bindAddress", "127.0.0.1")
-        .setting("brokerIP1", "127.0.0.1")
-        .setting("storePathRootDir", dir.path().join("store").display())
-        .setting("mappedFileSizeCommitLog", 4 * 1024 * 1024);
+    let spec = ProcessSpec::new("mqbroker", binary("broker", "mqbroker")).loopback_broker(
+        &broker_toml(),
+        &dir.path().join("store"),
+        port,
+    );
     let mut broker = ChildProcess::start(spec, dir, ports);
     let before = broker.stdout().lines().count() + broker.stderr().lines().count();
     for target in [port, port + 1] {

@@ -34,16 +34,11 @@ fn broker_spec(dir: &Path, port: u16) -> ProcessSpec {
 
 /// [`broker_spec`] from another config file.
 fn broker_spec_from(config: &Path, dir: &Path, port: u16) -> ProcessSpec {
-    ProcessSpec::new("mqbroker", binary("broker", "mqbroker"))
-        .arg("-c")
-        .arg(config)
-        .setting("namesrvAddr", "")
-        .setting("listenPort", port)
-        .setting("haListenPort", port + 1)
-        .setting("bindAddress", "127.0.0.1")
-        .setting("brokerIP1", "127.0.0.1")
-        .setting("storePathRootDir", dir.join("store").display())
-        .setting("mappedFileSizeCommitLog", 1024 * 1024)
+    ProcessSpec::new("mqbroker", binary("broker", "mqbroker")).loopback_broker(
+        config,
+        &dir.join("store"),
+        port,
+    )
 }
 
 /// Asserts the start failed as it must: non-zero, quickly, no readiness said, exactly one
