@@ -103,19 +103,17 @@ impl Broker {
     /// Bad settings, or a store or config file that cannot be opened.
     pub fn open(
         mut config: BrokerConfig,
-        mut store_config: StoreConfig,
+        store_config: StoreConfig,
         mut ha_config: ha::HaConfig,
         listen_port: u16,
     ) -> Result<Self, BrokerError> {
         config.sanitize()?;
-        store_config
-            .sanitize()
-            .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
-        let root = store_config.store_path_root_dir.clone();
         ha_config
             .sanitize()
             .map_err(|e| crate::config::ConfigError::Invalid(e.to_string()))?;
+        // The store sanitizes its own settings (once: its warnings are not repeated).
         let store = Arc::new(MessageStore::open(store_config)?);
+        let root = store.config().store_path_root_dir.clone();
         if !config.broker_role.is_master() {
             store.set_writable(false)?;
         }
