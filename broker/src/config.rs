@@ -4,6 +4,7 @@
 //! deserialised from the same file.
 
 use std::net::IpAddr;
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
@@ -147,7 +148,8 @@ pub struct BrokerConfig {
     /// second port, which a Java slave uses to copy its master's tables and clients
     /// use with `vipChannelEnabled`). Default listenPort − 2; 0 turns it off.
     pub fast_listen_port: Option<u16>,
-    /// Close idle client connections after this many seconds (120).
+    /// Close idle client connections after this many seconds (120); 0 never closes
+    /// them (as Netty's idle handler, and the name server's same key).
     pub server_channel_max_idle_time_seconds: u64,
     /// Largest frame accepted (16 MiB).
     pub frame_max_length: usize,
@@ -343,6 +345,13 @@ impl BrokerConfig {
             .unwrap_or_else(|| listen_port.saturating_add(1))
     }
 
+    /// How long a client connection may stay idle (`None`: forever).
+    #[must_use]
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (self.server_channel_max_idle_time_seconds > 0)
+            .then(|| Duration::from_secs(self.server_channel_max_idle_time_seconds))
+    }
+
     /// The VIP channel port: `fastListenPort`, or listenPort − 2; `None` when off
     /// (`fastListenPort=0`, or no port below the main one).
     #[must_use]
@@ -454,5 +463,18 @@ mod tests {
             ..BrokerConfig::default()
         };
         assert!(no_backlog.sanitize().is_err());
+    }
+
+    #[test]
+    fn an_idle_time_of_zero_never_closes() {
+        let never = BrokerConfig {
+            server_channel_max_idle_time_seconds: 0,
+            ..BrokerConfig::default()
+        };
+        assert_eq!(never.idle_timeout(), None);
+        assert_eq!(
+            BrokerConfig::default().idle_timeout(),
+            Some(Duration::from_secs(120))
+        );
     }
 }

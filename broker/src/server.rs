@@ -168,9 +168,7 @@ async fn serve(
     let config = broker.config().clone();
     let server_config = ServerConfig {
         max_frame_len: config.frame_max_length,
-        idle_timeout: Some(Duration::from_secs(
-            config.server_channel_max_idle_time_seconds,
-        )),
+        idle_timeout: config.idle_timeout(),
         ..ServerConfig::default()
     };
     let processor = Arc::new(BrokerProcessor::new(Arc::clone(&broker)));
