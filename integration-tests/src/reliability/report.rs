@@ -571,7 +571,7 @@ fn rows_for(sc: &Scenario) -> Vec<Row> {
             ),
             events(
                 "switchover_lost_per_round",
-                "switchover rounds: acknowledged messages lost (SEND_OKs of the old master between promotion and demotion)",
+                "switchover rounds: acknowledged messages lost (SEND_OKs of the old master cut at its demotion)",
             ),
             sum(
                 "lost_after_last_rejoin",
@@ -771,10 +771,10 @@ fn description(sc: &Scenario, plan: &Plan) -> String {
                 ""
             } else {
                 " With ASYNC_MASTER a SEND_OK does not wait for the slave: what it had not received when the master \
-                 died is lost when the old master rejoins (its tail is cut to the promotion point), and in a \
-                 switchover so is every SEND_OK the old master gave between the promotion and its demotion (the two \
-                 commands do not fence it). The loss is reported; it is bounded by the replication lag and by the \
-                 time between the two commands."
+                 died is lost when the old master rejoins (its tail is cut to the promotion point); the loss is \
+                 reported, bounded by the replication lag at the kill. A switchover loses nothing: the promotion \
+                 fences the live old master first (it stops acknowledging and the slave catches up with it), so the \
+                 demotion has nothing to cut."
             }
         ),
         Kind::DiskFull => format!(
