@@ -150,13 +150,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let topic = unique_name("Flood");
     broker.create_topic(&topic, 4);
     let options = producer_options();
-    ctx.result.note(
-        "producer",
-        format!(
-            "DrillProducer (rocketmq-client {V4}) {}",
-            options.args().join(" ")
-        ),
-    );
+    ctx.result.note_producer(V4, &options);
     ctx.result.count("connections", n);
     let producer = DrillProducer::start(java, &ns.addr(), &topic, work.path(), options);
     if !producer.wait_acks(200, Duration::from_secs(60)) {

@@ -101,13 +101,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     broker.create_topic(&topic, 4);
     broker.create_topic(&filler_topic, 4);
     let options = producer_options();
-    ctx.result.note(
-        "producer",
-        format!(
-            "DrillProducer (rocketmq-client {V4}) {}",
-            options.args().join(" ")
-        ),
-    );
+    ctx.result.note_producer(V4, &options);
     ctx.result
         .note("filler", format!("mqbench producer {}", FILLER.join(" ")));
     let producer = DrillProducer::start(java, &ns.addr(), &topic, work.path(), options);

@@ -55,14 +55,7 @@ pub fn run(ctx: &mut Ctx<'_>, sync: bool) -> Result<Outcome, String> {
     let work = TestDir::new("rel-failover");
     let mut pair = Pair::start(role, &[("flushDiskType", flush)], 4);
     let options = producer_options();
-    ctx.result.note(
-        "producer",
-        format!(
-            "DrillProducer (rocketmq-client {}) {}",
-            client(sync),
-            options.args().join(" ")
-        ),
-    );
+    ctx.result.note_producer(client(sync), &options);
     ctx.result
         .note("pair", format!("brokerRole={role}, flushDiskType={flush}"));
     let producer = DrillProducer::start(java, &pair.namesrv(), &pair.topic, work.path(), options);

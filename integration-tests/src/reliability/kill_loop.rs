@@ -52,13 +52,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let topic = unique_name("Kill9");
     broker.create_topic(&topic, 4);
     let options = producer_options();
-    ctx.result.note(
-        "producer",
-        format!(
-            "DrillProducer (rocketmq-client {V4}) {}",
-            options.args().join(" ")
-        ),
-    );
+    ctx.result.note_producer(V4, &options);
     let started = Instant::now();
     let producer = DrillProducer::start(java, &ns.addr(), &topic, work.path(), options);
     if !producer.wait_acks(200, Duration::from_secs(60)) {

@@ -202,6 +202,17 @@ impl RunResult {
         self.notes.insert(key.to_owned(), value.into());
     }
 
+    /// Records which standard client produced, and how (the `producer` note).
+    pub fn note_producer(&mut self, client_version: &str, options: &crate::drill::ProducerOptions) {
+        self.note(
+            "producer",
+            format!(
+                "DrillProducer (rocketmq-client {client_version}) {}",
+                options.args().join(" ")
+            ),
+        );
+    }
+
     /// Records the books of a producer against a drain (the summary's columns).
     pub fn books(&mut self, books: &Books, produced: &Produced) {
         self.count("sent", books.sent);

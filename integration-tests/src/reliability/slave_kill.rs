@@ -50,13 +50,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let work = TestDir::new("rel-slave-kill");
     let mut pair = Pair::start("SYNC_MASTER", &[("flushDiskType", "SYNC_FLUSH")], 4);
     let options = producer_options();
-    ctx.result.note(
-        "producer",
-        format!(
-            "DrillProducer (rocketmq-client {V4}) {}",
-            options.args().join(" ")
-        ),
-    );
+    ctx.result.note_producer(V4, &options);
     let producer = DrillProducer::start(java, &pair.namesrv(), &pair.topic, work.path(), options);
     if !producer.wait_acks(200, Duration::from_secs(60)) {
         return Err(format!(
