@@ -88,6 +88,9 @@ pub struct Broker {
     pub switch_lock: tokio::sync::Mutex<()>,
     /// Asks a slave to copy its master's tables at once.
     pub sync_now: tokio::sync::Notify,
+    /// Fenced for a slave's promotion (see `processor::role`): takes no writes and is
+    /// not registered with the name servers, so routes lead to the new master only.
+    pub fenced: std::sync::atomic::AtomicBool,
     listen_port: u16,
     /// The role the broker was configured with (a switch back to master restores it).
     start_role: BrokerRole,
@@ -169,6 +172,7 @@ impl Broker {
             schedule,
             transactions: TransactionCheckService::new(),
             sync_now: tokio::sync::Notify::new(),
+            fenced: std::sync::atomic::AtomicBool::new(false),
             replication,
             switch_lock: tokio::sync::Mutex::new(()),
             start_role: config_role,

@@ -280,10 +280,15 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
     let mut following: Option<String> = None;
     let mut full = true;
     loop {
-        let registered = broker
-            .namesrv
-            .register(&broker.identity(), broker.topics.registration_table(full))
-            .await;
+        // A fenced master stays out of the routes (its successor is in them).
+        let registered = if broker.fenced.load(std::sync::atomic::Ordering::Acquire) {
+            None
+        } else {
+            broker
+                .namesrv
+                .register(&broker.identity(), broker.topics.registration_table(full))
+                .await
+        };
         // A slave follows the master the name server knows, unless haMasterAddress pins one
         // (read after the registration: a role switch may have happened meanwhile).
         let follows_name_server =

@@ -80,7 +80,7 @@ fn a_planned_switchover_loses_no_acknowledged_send() {
     b.wait_following(&a, SETTLE).unwrap();
     a.create_topic("S", 4);
     let stop = AtomicBool::new(false);
-    let (acked, promoted, demoted) = std::thread::scope(|scope| {
+    let (acked, promoted, a_while_fenced, demoted) = std::thread::scope(|scope| {
         let sender = scope.spawn(|| {
             let client = SyncClient::new();
             let mut acked = 0u64;
@@ -97,8 +97,10 @@ fn a_planned_switchover_loses_no_acknowledged_send() {
         });
         std::thread::sleep(Duration::from_millis(300));
         let promoted = mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]);
-        // The producer goes on sending to `a` between the two commands.
+        // The producer goes on sending to `a` between the two commands; `a` is out of
+        // the routes meanwhile.
         std::thread::sleep(Duration::from_millis(300));
+        let a_while_fenced = registered_ids(&ns_addr, &a.addr());
         let demoted = mqadmin(
             &ns_addr,
             &[
@@ -112,7 +114,7 @@ fn a_planned_switchover_loses_no_acknowledged_send() {
             ],
         );
         stop.store(true, Ordering::Relaxed);
-        (sender.join().unwrap(), promoted, demoted)
+        (sender.join().unwrap(), promoted, a_while_fenced, demoted)
     });
     promoted.assert_ok();
     demoted.assert_ok();
@@ -132,5 +134,13 @@ fn a_planned_switchover_loses_no_acknowledged_send() {
         promoted.value("fenced"),
         Some(a.addr().as_str()),
         "{promoted}"
+    );
+    assert!(
+        a_while_fenced.is_empty(),
+        "the fenced master is still routed as {a_while_fenced:?}"
+    );
+    assert!(
+        wait_until(SETTLE, || registered_ids(&ns_addr, &a.addr()) == [1]),
+        "the demoted master does not register as the slave"
     );
 }

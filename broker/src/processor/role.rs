@@ -14,6 +14,7 @@
 //! service running.
 
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use remoting::server::Reply;
@@ -129,7 +130,7 @@ pub fn switch_role(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
         let outcome = match target.as_str() {
             "MASTER" => to_master(&broker, &request).await,
             "SLAVE" => to_slave(&broker, &request).await,
-            FENCE => return Some(fence(&broker)),
+            FENCE => return Some(fence(&broker).await),
             other => Err(Refusal::new(
                 ResponseCode::InvalidParameter,
                 format!("role must be MASTER or SLAVE, not '{other}'"),
@@ -156,7 +157,7 @@ pub fn switch_role(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
 /// slave's promotion and its own demotion, and the demotion would cut them: lost
 /// SEND_OKs in a planned switchover. `switchRole -r MASTER` on it takes writes again.
 /// Answers its HA status: `maxOffset` is the end the slave must reach.
-fn fence(broker: &Arc<Broker>) -> RemotingCommand {
+async fn fence(broker: &Arc<Broker>) -> RemotingCommand {
     if !broker.role().is_master() {
         return Refusal::new(
             ResponseCode::InvalidParameter,
@@ -169,6 +170,10 @@ fn fence(broker: &Arc<Broker>) -> RemotingCommand {
     }
     broker.schedule.stop();
     broker.transactions.stop();
+    // Out of the routes too: two brokers registered as the master would take turns in
+    // them at every registration.
+    broker.fenced.store(true, Ordering::Release);
+    broker.namesrv.unregister(&broker.identity()).await;
     warn!(
         max_offset = broker.store.commit_log().max_offset().0,
         "fenced for the promotion of a slave: no writes until demoted or switched to master again"
@@ -386,9 +391,10 @@ async fn master_to_master(
         .store
         .set_writable(true)
         .map_err(|e| Refusal::system(format!("the store cannot take writes: {e}")))?;
+    let was_fenced = broker.fenced.swap(false, Ordering::AcqRel);
     broker.schedule.start(broker);
     broker.transactions.start(broker);
-    if changed {
+    if changed || was_fenced {
         register(broker).await;
     }
     Ok(result(broker, None, changed))
@@ -441,6 +447,8 @@ async fn to_slave(
         c.broker_role = BrokerRole::SLAVE;
         c.broker_id = broker_id;
     });
+    // A fenced master being demoted registers again, as the slave it now is.
+    broker.fenced.store(false, Ordering::Release);
     broker.replication.set_promoted_at(None);
     let not_following = |why: String| {
         Refusal::system(format!(

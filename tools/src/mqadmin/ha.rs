@@ -18,8 +18,9 @@ pub const SWITCH_ROLE_HELP: &str = "\
 Switch a broker between master and slave (sluice failover drills).
 
 -r MASTER promotes a slave: if its master can be reached (a planned switchover), it
-first fences it — the master stops acknowledging sends and the slave catches up with
-everything it acknowledged, so the demotion that follows cuts nothing; then it stops
+first fences it — the master stops acknowledging sends and leaves the routes, and the
+slave catches up with everything it acknowledged, so the demotion that follows cuts
+nothing; then it stops
 replicating, cuts a partial last record, takes writes and registers as brokerId 0. What producers get from it depends on the role it
 takes (-t; default: the role it was started with if that was a master, else its
 masterRoleOnSwitch):
