@@ -9,6 +9,8 @@
 //!   promotion fences `a` first (it stops acknowledging, `b` catches up with it), so the
 //!   demotion of `a` cuts nothing and every send `a` acknowledged is on `b`. Without the
 //!   fence `a` acknowledges sends between the two commands and the demotion cuts them.
+//! - A switchover undone (`b` promoted, then demoted under `a` again): `a` is unfenced,
+//!   takes writes and is routed as the master again.
 
 #![allow(
     clippy::unwrap_used,
@@ -143,4 +145,51 @@ fn a_planned_switchover_loses_no_acknowledged_send() {
         wait_until(SETTLE, || registered_ids(&ns_addr, &a.addr()) == [1]),
         "the demoted master does not register as the slave"
     );
+}
+
+#[test]
+fn a_switchover_undone_leaves_the_old_master_writable_and_routed() {
+    let ns = NamesrvProcess::start();
+    let ns_addr = ns.addr();
+    let a = HaBrokerProcess::start_master("a", &ns_addr, "ASYNC_MASTER", &[]);
+    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
+    b.wait_following(&a, SETTLE).unwrap();
+    a.create_topic("U", 4);
+
+    let promoted = mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]);
+    promoted.assert_ok();
+    assert_eq!(
+        promoted.value("fenced"),
+        Some(a.addr().as_str()),
+        "{promoted}"
+    );
+    let fenced = try_request(&a.addr(), send_request("U", b"to the fenced master")).unwrap();
+    assert_ne!(fenced.code(), 0, "the fenced master acknowledged a send");
+
+    // The operator changes their mind: b goes back under a. a is the master again.
+    mqadmin(
+        &ns_addr,
+        &[
+            "switchRole",
+            "-b",
+            &b.addr(),
+            "-r",
+            "SLAVE",
+            "-m",
+            &a.addr(),
+        ],
+    )
+    .assert_ok();
+    let status = a.ha_status().unwrap();
+    assert!(status.is_master() && status.broker_id == 0, "{status:?}");
+    let sent = try_request(&a.addr(), send_request("U", b"after the undo")).unwrap();
+    assert_eq!(sent.code(), 0, "{:?}", sent.remark());
+    assert!(
+        wait_until(SETTLE, || registered_ids(&ns_addr, &a.addr()) == [0]
+            && registered_ids(&ns_addr, &b.addr()) == [1]),
+        "the name server lists {:?} for a, {:?} for b",
+        registered_ids(&ns_addr, &a.addr()),
+        registered_ids(&ns_addr, &b.addr())
+    );
+    b.wait_following(&a, SETTLE).unwrap();
 }

@@ -55,6 +55,9 @@ pub struct HaStatusBody {
     pub master: Option<String>,
     /// Whether the HA client is connected (slaves).
     pub connected: bool,
+    /// Whether this master is fenced: read-only for a slave's promotion (see [`fence`]).
+    #[serde(default)]
+    pub fenced: bool,
 }
 
 /// SLUICE_SWITCH_ROLE answer body.
@@ -90,6 +93,7 @@ pub fn ha_status(broker: &Broker) -> RemotingCommand {
             config.broker_ip2(),
             broker.replication.listen_addr().port()
         ),
+        fenced: broker.fenced.load(Ordering::Acquire),
         ..HaStatusBody::default()
     };
     drop(config);
@@ -450,6 +454,11 @@ async fn to_slave(
     // A fenced master being demoted registers again, as the slave it now is.
     broker.fenced.store(false, Ordering::Release);
     broker.replication.set_promoted_at(None);
+    // Told to follow a master that is fenced (this broker's promotion fenced it, and is
+    // now undone): it is the master again, and takes writes once this one no longer does.
+    if let (Some(addr), Some(s)) = (&master, status.as_ref().filter(|s| s.fenced)) {
+        unfence(addr, &s.role).await;
+    }
     let not_following = |why: String| {
         Refusal::system(format!(
             "now a read-only SLAVE (brokerId {broker_id}) that does not replicate: {why}"
