@@ -19,7 +19,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use ha::ReplicaStatus;
-use store::{FlushDiskType, PhyOffset, PutMessageStatus, PutResult};
+use store::{PhyOffset, PutMessageStatus, PutResult};
 
 use crate::broker::Broker;
 use crate::config::BrokerRole;
@@ -99,7 +99,11 @@ impl Broker {
     /// The wait for everything below `end` to be flushed (`SYNC_FLUSH`) and held by a
     /// slave (`SYNC_MASTER`).
     pub fn durable_to(&self, end: PhyOffset) -> Durable {
-        let flush = (self.store.config().flush_disk_type == FlushDiskType::SYNC_FLUSH)
+        let flush = self
+            .store
+            .config()
+            .flush_disk_type
+            .is_sync()
             .then(|| self.store.wait_flushed(end));
         let replica = (self.role() == BrokerRole::SYNC_MASTER)
             .then(|| self.replication.wait_for_slave(end.0));

@@ -17,7 +17,7 @@ use tracing::{error, info, warn};
 use crate::checkpoint::Checkpoint;
 use crate::config::StoreConfig;
 use crate::error::{Result, StoreError};
-use crate::flush::{self, Allocator, ServiceControl, ServiceThread};
+use crate::file_allocator::Allocator;
 use crate::mapped_file::{FileWriter, TransientStorePool};
 use crate::mapped_file_queue::MappedFileQueue;
 use crate::message::{self, BatchError, MessageBatch, MessageInner};
@@ -26,7 +26,9 @@ use crate::record::{
     self, END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN, Record, RecordFields, sys_flag,
 };
 use crate::recovery::{self, QueueOffsetTable, RecoveryReport};
+use crate::service_thread::{ServiceControl, ServiceThread};
 
+mod flush;
 mod ha;
 mod status;
 
@@ -218,7 +220,7 @@ impl CommitLog {
         }
         let s = Arc::clone(&self.shared);
         let ctl = Arc::clone(&self.shared.flush_ctl);
-        if flush::is_sync(self.shared.config.flush_disk_type) {
+        if self.shared.config.flush_disk_type.is_sync() {
             services.push(ServiceThread::spawn(
                 "commitlog-group-commit",
                 ctl,
@@ -342,7 +344,7 @@ impl CommitLog {
 
     /// After the put lock is released: wake the group commit.
     fn after_append(&self) {
-        if flush::is_sync(self.shared.config.flush_disk_type) {
+        if self.shared.config.flush_disk_type.is_sync() {
             self.shared.flush_ctl.wakeup();
         }
     }
@@ -596,7 +598,7 @@ impl CommitLog {
     /// `syncFlushTimeout`. Runtime-agnostic; never blocks a thread.
     #[must_use]
     pub fn wait_flushed(&self, end: PhyOffset) -> FlushWait {
-        if !flush::is_sync(self.shared.config.flush_disk_type) {
+        if !self.shared.config.flush_disk_type.is_sync() {
             return FlushWait(OffsetWatch::ready(Ok(())));
         }
         self.shared.flush_ctl.wakeup();

@@ -39,6 +39,14 @@ pub enum FlushDiskType {
     SYNC_FLUSH,
 }
 
+impl FlushDiskType {
+    /// Whether puts wait for a sync in this configuration.
+    #[must_use]
+    pub fn is_sync(self) -> bool {
+        self == FlushDiskType::SYNC_FLUSH
+    }
+}
+
 /// Store settings (CommitLog part). Keys and defaults are RocketMQ's.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]

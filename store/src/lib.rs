@@ -20,9 +20,13 @@
 //!   buffers, reader-safe deletion, word-mapped files (the only `unsafe`).
 //! - [`mapped_file_queue`]: the ordered files: load, find, flush/commit across files.
 //! - [`commit_log`]: put path, flush completion, reads, queue offsets; `commit_log/status.rs`
-//!   holds the result types, `commit_log/ha.rs` the HA append/truncate.
-//! - `flush` (private): service threads: group commit, async flush, pool commit,
-//!   flush-timeout watcher, file allocator and pre-faulter.
+//!   holds the result types, `commit_log/ha.rs` the HA append/truncate,
+//!   `commit_log/flush.rs` the flush services (group commit, async flush, pool commit,
+//!   flush-timeout watcher).
+//! - `service_thread` (private): the named thread with a stop flag and wake-up that
+//!   every background service runs on.
+//! - `file_allocator` (private): creates the next CommitLog file ahead of the writer and
+//!   pre-faults the pages just ahead of it.
 //! - [`offset_watch`]: "wait for offset >= N with timeout", async and blocking.
 //! - [`checkpoint`]: the `checkpoint` file.
 //! - [`lock`]: the `lock` file: one process per store.
@@ -42,7 +46,7 @@ pub mod config;
 pub mod consume_queue;
 pub mod dispatch;
 pub mod error;
-mod flush;
+mod file_allocator;
 pub mod index;
 pub mod lock;
 pub mod mapped_file;
@@ -52,6 +56,7 @@ pub mod message_store;
 pub mod offset_watch;
 pub mod record;
 pub mod recovery;
+mod service_thread;
 
 pub use cleanup::{CleanReport, DiskUsage, DiskVerdict, ManualDiskUsage, StatvfsDiskUsage};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -29,12 +29,12 @@ use crate::config::{StoreConfig, parse_delay_levels};
 use crate::consume_queue::{ConsumeQueueTable, CqUnit};
 use crate::dispatch::{DispatchListener, Dispatcher, tags_code};
 use crate::error::{Result, StoreError};
-use crate::flush::{ServiceControl, ServiceThread};
 use crate::index::IndexService;
 use crate::lock::StoreLock;
 use crate::mapped_file::sync_dir;
 use crate::message::{MessageBatch, MessageInner};
 use crate::record::{self, Record, properties};
+use crate::service_thread::{ServiceControl, ServiceThread};
 
 mod read;
 mod services;

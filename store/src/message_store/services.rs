@@ -8,7 +8,7 @@ use tracing::{error, warn};
 use super::Inner;
 use crate::commit_log::CommitLog;
 use crate::dispatch::Dispatcher;
-use crate::flush::ServiceControl;
+use crate::service_thread::ServiceControl;
 
 /// How often the disk usage is checked. RocketMQ checks every 10 s; a check is two
 /// `statvfs` calls, and each second saved is a second of refused sends once space is
