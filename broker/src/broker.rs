@@ -155,7 +155,7 @@ impl Broker {
             Arc::clone(&store),
             persist::config_path(&root, persist::DELAY_OFFSET_JSON),
         )?;
-        let store_host = crate::processor::send::store_host(&config.broker_ip1(), listen_port);
+        let store_host = store_host(&config.broker_ip1(), listen_port);
         let config_role = config.broker_role;
         Ok(Broker {
             config: RwLock::new(config),
@@ -242,4 +242,11 @@ impl Broker {
     pub fn store_root(&self) -> &Path {
         &self.store.config().store_path_root_dir
     }
+}
+
+/// The store host address for message ids: `brokerIP1:listenPort`.
+fn store_host(ip: &str, port: u16) -> SocketAddr {
+    format!("{ip}:{port}")
+        .parse()
+        .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], port)))
 }

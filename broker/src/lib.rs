@@ -22,6 +22,7 @@
 //! - [`slave_sync`]: a slave's periodic copy of its master's tables.
 //! - [`stats`]: counters and TPS windows for runtime info.
 //! - [`pull_hold`]: long polling: held pulls woken by dispatch or their deadline.
+//! - [`filter`]: subscription filters (tags), shared by pulls and held pulls.
 //! - [`persist`]: the config/*.json files.
 //! - [`clock`]: wall-clock milliseconds.
 
@@ -31,6 +32,7 @@ pub mod clock;
 pub mod config;
 pub mod consumer_offset;
 pub mod durability;
+pub mod filter;
 pub mod message;
 pub mod persist;
 pub mod processor;

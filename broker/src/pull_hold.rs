@@ -17,7 +17,22 @@ use parking_lot::Mutex;
 use tokio::sync::{Notify, mpsc};
 use tracing::debug;
 
-use crate::processor::pull::HeldPull;
+use remoting::{Channel, RemotingCommand};
+
+use crate::filter::TagFilter;
+
+/// A pull being held for long polling.
+#[derive(Debug, Clone)]
+pub struct HeldPull {
+    /// The client's connection.
+    pub channel: Channel,
+    /// The original request (answered with its opaque).
+    pub request: RemotingCommand,
+    /// The queue offset the client asked for.
+    pub offset: u64,
+    /// The filter, to wake only for matching messages.
+    pub filter: TagFilter,
+}
 
 /// How often held pulls are compared with their queue's max offset.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
@@ -219,9 +234,7 @@ impl PullHold {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::processor::pull::TagFilter;
     use remoting::protocol::heartbeat::SubscriptionData;
-    use remoting::{Channel, RemotingCommand};
 
     fn held(offset: u64, tags: &str) -> HeldPull {
         let (channel, _rx) = Channel::detached("127.0.0.1:1".parse().unwrap());

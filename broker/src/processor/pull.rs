@@ -17,66 +17,16 @@ use remoting::protocol::constants::{perm, pull_sys_flag, system};
 use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, MessageModel, SubscriptionData};
 use remoting::server::Reply;
 use remoting::{Body, Channel, RemotingCommand, ResponseCode};
-use store::{GetMessageStatus, MessageFilter};
+use store::GetMessageStatus;
 
 use super::{Refusal, success};
 use crate::broker::Broker;
 use crate::config::BrokerRole;
+use crate::filter::TagFilter;
+use crate::pull_hold::HeldPull;
 
 /// `FAQUrl.suggestTodo(SUBSCRIPTION_GROUP_NOT_EXIST)` etc. as 4.9.8 writes them.
 const FAQ_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
-
-/// Filters consume-queue units by the subscription's tag hash codes
-/// (`ExpressionMessageFilter.isMatchedByConsumeQueue` for TAG subscriptions).
-#[derive(Debug, Clone)]
-pub struct TagFilter {
-    sub_all: bool,
-    codes: Vec<i32>,
-}
-
-impl TagFilter {
-    /// The filter of a subscription.
-    #[must_use]
-    pub fn new(sub: &SubscriptionData) -> Self {
-        TagFilter {
-            sub_all: sub.is_sub_all() || sub.class_filter_mode,
-            codes: sub.code_set.iter().copied().collect(),
-        }
-    }
-
-    /// Whether a unit with this tags code is delivered.
-    #[must_use]
-    pub fn matches(&self, tags_code: Option<i64>) -> bool {
-        if self.sub_all {
-            return true;
-        }
-        match tags_code {
-            None => true,
-            // Java compares `tagsCode.intValue()`: the low 32 bits.
-            #[allow(clippy::cast_possible_truncation, reason = "Java's Long.intValue()")]
-            Some(code) => self.codes.contains(&(code as i32)),
-        }
-    }
-}
-
-impl MessageFilter for TagFilter {
-    fn matches_consume_queue(&self, tags_code: Option<i64>) -> bool {
-        self.matches(tags_code)
-    }
-}
-
-/// A pull being held for long polling.
-#[derive(Debug, Clone)]
-pub struct HeldPull {
-    /// The client's connection.
-    pub channel: Channel,
-    /// The original request (answered with its opaque).
-    pub request: RemotingCommand,
-    /// The queue offset the client asked for.
-    pub offset: u64,
-    /// The filter, to wake only for matching messages.
-    pub filter: TagFilter,
-}
 
 /// Handles a pull from the network (suspension allowed).
 pub fn process(broker: &Arc<Broker>, channel: &Channel, request: RemotingCommand) -> Reply {

@@ -6,8 +6,6 @@
 //! The put is synchronous and short, so it runs in the connection's request task and
 //! keeps a connection's sends in order; waiting for durability is a future.
 
-use std::net::SocketAddr;
-
 use remoting::protocol::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
@@ -443,12 +441,4 @@ pub(crate) fn status_response(status: PutMessageStatus) -> (ResponseCode, Option
 #[must_use]
 pub fn refuse(broker: &Broker, refusal: Refusal) -> RemotingCommand {
     send_response_extras(broker, respond(Err(refusal)))
-}
-
-/// The store host address for message ids: `brokerIP1:listenPort`.
-#[must_use]
-pub fn store_host(ip: &str, port: u16) -> SocketAddr {
-    format!("{ip}:{port}")
-        .parse()
-        .unwrap_or_else(|_| SocketAddr::from(([127, 0, 0, 1], port)))
 }
