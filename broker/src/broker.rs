@@ -15,16 +15,15 @@ use store::{MessageStore, StoreConfig};
 use crate::client_manager::{ConsumerManager, ProducerManager};
 use crate::config::{BrokerConfig, BrokerRole};
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::delay_offset::DelayOffsets;
 use crate::persist;
 use crate::pull_hold::PullHold;
 use crate::rebalance_lock::RebalanceLockManager;
 use crate::registration::{Identity, NamesrvClient};
 use crate::replication::Replication;
-use crate::schedule::ScheduleService;
 use crate::stats::BrokerStats;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
-use crate::transaction::check::TransactionCheckService;
 
 /// Why a broker could not start.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +65,8 @@ pub struct Broker {
     pub groups: SubscriptionGroupManager,
     /// Consumer offsets.
     pub offsets: ConsumerOffsetManager,
+    /// Delay offsets (the schedule service's progress).
+    pub delay_offsets: Arc<DelayOffsets>,
     /// Connected consumers.
     pub consumers: ConsumerManager,
     /// Connected producers.
@@ -78,19 +79,10 @@ pub struct Broker {
     pub stats: BrokerStats,
     /// Pulls held for long polling.
     pub pull_hold: Arc<PullHold>,
-    /// Delay message delivery (masters).
-    pub schedule: Arc<ScheduleService>,
-    /// Transaction check-backs (masters).
-    pub transactions: Arc<TransactionCheckService>,
     /// Master/slave replication.
     pub replication: Replication,
-    /// Serialises role switches.
-    pub switch_lock: tokio::sync::Mutex<()>,
     /// Asks a slave to copy its master's tables at once.
     pub sync_now: tokio::sync::Notify,
-    /// Fenced for a slave's promotion (see `processor::role`): takes no writes and is
-    /// not registered with the name servers, so routes lead to the new master only.
-    pub fenced: std::sync::atomic::AtomicBool,
     listen_port: u16,
     /// The role the broker was configured with (a switch back to master restores it).
     start_role: BrokerRole,
@@ -146,15 +138,15 @@ impl Broker {
             &root,
             persist::CONSUMER_OFFSET_JSON,
         ))?;
+        let delay_offsets = Arc::new(DelayOffsets::load(persist::config_path(
+            &root,
+            persist::DELAY_OFFSET_JSON,
+        ))?);
         let namesrv = NamesrvClient::new(
             RemotingClient::new(ClientConfig::default()),
             config.namesrv_addrs(),
             Duration::from_millis(config.register_broker_timeout_mills),
         );
-        let schedule = ScheduleService::new(
-            Arc::clone(&store),
-            persist::config_path(&root, persist::DELAY_OFFSET_JSON),
-        )?;
         let store_host = store_host(&config.broker_ip1(), listen_port);
         let config_role = config.broker_role;
         Ok(Broker {
@@ -163,18 +155,15 @@ impl Broker {
             topics,
             groups,
             offsets,
+            delay_offsets,
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),
             locks: RebalanceLockManager::default(),
             namesrv,
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),
-            schedule,
-            transactions: TransactionCheckService::new(),
             sync_now: tokio::sync::Notify::new(),
-            fenced: std::sync::atomic::AtomicBool::new(false),
             replication,
-            switch_lock: tokio::sync::Mutex::new(()),
             start_role: config_role,
             listen_port,
             store_host,

@@ -7,11 +7,14 @@
 //! - [`topic_config`]: topics, system topics, auto-creation, topics.json.
 //! - [`subscription_group`]: consumer group settings, subscriptionGroup.json.
 //! - [`consumer_offset`]: committed offsets, consumerOffset.json.
+//! - [`delay_offset`]: the schedule service's progress per delay level, delayOffset.json.
 //! - [`client_manager`]: connected producers and consumers, heartbeat subscriptions,
 //!   consumer-ids-changed notifications.
 //! - [`rebalance_lock`]: queue locks of orderly consumers.
 //! - [`registration`]: REGISTER_BROKER / UNREGISTER_BROKER to every name server.
 //! - [`replication`]: HA service per role, the store as the HA log, promotion point.
+//! - [`role`]: the role state machine (promotion, demotion, fencing, following) and the
+//!   master-only services that follow the role.
 //! - [`durability`]: what a put waits for (flush, slave) before it counts as done.
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`transaction`]: half messages, op records and the check-back service.
@@ -31,6 +34,7 @@ pub mod client_manager;
 pub mod clock;
 pub mod config;
 pub mod consumer_offset;
+pub mod delay_offset;
 pub mod durability;
 pub mod filter;
 pub mod message;
@@ -40,6 +44,7 @@ pub mod pull_hold;
 pub mod rebalance_lock;
 pub mod registration;
 pub mod replication;
+pub mod role;
 pub mod schedule;
 pub mod server;
 pub mod service_switch;

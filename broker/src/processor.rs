@@ -20,6 +20,7 @@ use remoting::server::{ConnectionListener, Processor, Reply};
 use remoting::{BodyError, Channel, ExtFieldError, RemotingCommand, RequestCode, ResponseCode};
 
 use crate::broker::Broker;
+use crate::role::Role;
 
 pub mod admin;
 pub mod client;
@@ -35,13 +36,17 @@ pub mod send_back;
 #[derive(Debug, Clone)]
 pub struct BrokerProcessor {
     broker: Arc<Broker>,
+    role: Arc<Role>,
 }
 
 impl BrokerProcessor {
-    /// A processor over `broker`.
+    /// A processor over the broker of `role`.
     #[must_use]
-    pub fn new(broker: Arc<Broker>) -> Self {
-        BrokerProcessor { broker }
+    pub fn new(role: Arc<Role>) -> Self {
+        BrokerProcessor {
+            broker: Arc::clone(role.broker()),
+            role,
+        }
     }
 
     fn client_tables(&self) -> client::ClientTables<'_> {
@@ -93,8 +98,8 @@ impl Processor for BrokerProcessor {
             RequestCode::CloneGroupOffset => offsets::clone_group_offset(b, &request),
             RequestCode::QueryMessage => query::query_message(b, &request),
             RequestCode::ViewMessageById => query::view_message(b, &request),
-            RequestCode::SluiceSwitchRole => return role::switch_role(&self.broker, &request),
-            RequestCode::SluiceHaStatus => return Reply::Now(role::ha_status(b)),
+            RequestCode::SluiceSwitchRole => return role::switch_role(&self.role, &request),
+            RequestCode::SluiceHaStatus => return Reply::Now(role::ha_status(&self.role)),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
             RequestCode::CheckClientConfig => client::check_client_config(&request),

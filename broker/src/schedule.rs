@@ -21,21 +21,18 @@
 //! them repeatedly and in races, and at most one delivery loop ever runs.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use parking_lot::Mutex;
 use remoting::protocol::constants::system;
-use remoting::protocol::subscription::DelayOffsetSerializeWrapper;
 use store::record::{self, Record};
 use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOffset};
 use tokio::sync::Notify;
-use tracing::{debug, error, info, warn};
+use tracing::{debug, info, warn};
 
 use crate::broker::Broker;
+use crate::delay_offset::DelayOffsets;
 use crate::message::{self, RealQueue, WAIT};
-use crate::persist;
 use crate::service_switch::ServiceSwitch;
 
 /// Delay offsets are persisted this often while running.
@@ -49,33 +46,22 @@ const RETRY_AFTER: Duration = Duration::from_millis(100);
 #[derive(Debug)]
 pub struct ScheduleService {
     store: Arc<MessageStore>,
-    offsets: Mutex<BTreeMap<i32, i64>>,
-    path: PathBuf,
+    offsets: Arc<DelayOffsets>,
     /// Start/stop, idempotent through one atomic flag (role switches call both).
     switch: ServiceSwitch,
     wake: Arc<Notify>,
 }
 
 impl ScheduleService {
-    /// A stopped service over `store` (and its delay levels), loading delayOffset.json
-    /// from `path`.
-    ///
-    /// # Errors
-    /// delayOffset.json exists but neither it nor its `.bak` parses.
-    pub fn new(
-        store: Arc<MessageStore>,
-        path: PathBuf,
-    ) -> Result<Arc<Self>, remoting::config_file::ConfigFileError> {
-        let offsets = persist::load::<DelayOffsetSerializeWrapper>(&path)?
-            .map(|w| w.offset_table)
-            .unwrap_or_default();
-        Ok(Arc::new(ScheduleService {
+    /// A stopped service over `store` (and its delay levels), advancing `offsets`.
+    #[must_use]
+    pub fn new(store: Arc<MessageStore>, offsets: Arc<DelayOffsets>) -> Arc<Self> {
+        Arc::new(ScheduleService {
             store,
-            offsets: Mutex::new(offsets),
-            path,
+            offsets,
             switch: ServiceSwitch::default(),
             wake: Arc::new(Notify::new()),
-        }))
+        })
     }
 
     /// Whether the delivery loop runs.
@@ -106,35 +92,9 @@ impl ScheduleService {
         if !self.switch.stop() {
             return false;
         }
-        self.persist();
+        self.offsets.persist();
         info!("schedule service stopped");
         true
-    }
-
-    /// Writes delayOffset.json.
-    pub fn persist(&self) {
-        let wrapper = DelayOffsetSerializeWrapper {
-            offset_table: self.offsets.lock().clone(),
-            data_version: None,
-        };
-        if let Err(e) = persist::save(&self.path, &wrapper) {
-            error!(error = %e, "cannot persist delayOffset.json");
-        }
-    }
-
-    /// The offsets table (slave sync, admin).
-    #[must_use]
-    pub fn offsets(&self) -> DelayOffsetSerializeWrapper {
-        DelayOffsetSerializeWrapper {
-            offset_table: self.offsets.lock().clone(),
-            data_version: None,
-        }
-    }
-
-    /// Replaces the offsets with the master's (slaves).
-    pub fn replace_offsets(&self, master: &DelayOffsetSerializeWrapper) {
-        *self.offsets.lock() = master.offset_table.clone();
-        self.persist();
     }
 
     /// A dispatch listener that wakes the service when a message is parked.
@@ -157,7 +117,7 @@ impl ScheduleService {
                     drop(b);
                     if status.is_ok() || !self.is_running() {
                         if status.is_ok() {
-                            *self.offsets.lock() = round.offsets.clone();
+                            self.offsets.set(round.offsets.clone());
                         }
                         break;
                     }
@@ -168,10 +128,10 @@ impl ScheduleService {
                     tokio::time::sleep(RETRY_AFTER).await;
                 }
             } else {
-                *self.offsets.lock() = round.offsets;
+                self.offsets.set(round.offsets);
             }
             if last_flush.elapsed() >= FLUSH_DELAY_OFFSET_INTERVAL {
-                self.persist();
+                self.offsets.persist();
                 last_flush = tokio::time::Instant::now();
             }
             let wait = round.next_due.map_or(FLUSH_DELAY_OFFSET_INTERVAL, |due| {
@@ -194,7 +154,7 @@ impl ScheduleService {
     /// round whose offsets are committed by the caller.
     fn deliver_due(&self) -> Round {
         let mut round = Round {
-            offsets: self.offsets.lock().clone(),
+            offsets: self.offsets.table(),
             next_due: None,
             delivered_to: None,
         };

@@ -18,6 +18,7 @@ use tracing::{error, info, warn};
 use crate::broker::{Broker, BrokerError};
 use crate::processor::{BrokerProcessor, pull};
 use crate::pull_hold::PullHold;
+use crate::role::Role;
 use store::{DispatchListener, DispatchRequest};
 
 /// How often a slave that does not know its master yet registers again to learn it.
@@ -79,7 +80,7 @@ pub fn bind_vip_channel(
 /// ready to [`serve`](Self::serve).
 #[derive(Debug)]
 pub struct Started {
-    broker: Arc<Broker>,
+    role: Arc<Role>,
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
 }
@@ -111,7 +112,7 @@ pub fn start(
         return Err(BrokerError::Replication(e));
     }
     Ok(Started {
-        broker,
+        role: Role::new(broker),
         listener,
         vip_channel,
     })
@@ -146,32 +147,39 @@ pub async fn run_with_vip_channel(
 }
 
 impl Started {
+    /// The broker's role, and through it the broker.
+    #[must_use]
+    pub fn role(&self) -> &Arc<Role> {
+        &self.role
+    }
+
     /// Serves until `shutdown` resolves, then shuts down cleanly.
     ///
     /// Logs `listening on <addr>` once serving (tests wait for that line).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         let Started {
-            broker,
+            role,
             listener,
             vip_channel,
         } = self;
-        serve(broker, listener, vip_channel, shutdown).await;
+        serve(role, listener, vip_channel, shutdown).await;
     }
 }
 
 async fn serve(
-    broker: Arc<Broker>,
+    role: Arc<Role>,
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
     shutdown: impl Future<Output = ()>,
 ) {
+    let broker = Arc::clone(role.broker());
     let config = broker.config().clone();
     let server_config = ServerConfig {
         max_frame_len: config.frame_max_length,
         idle_timeout: config.idle_timeout(),
         ..ServerConfig::default()
     };
-    let processor = Arc::new(BrokerProcessor::new(Arc::clone(&broker)));
+    let processor = Arc::new(BrokerProcessor::new(Arc::clone(&role)));
     let mut dispatcher = Dispatcher::new();
     let as_processor: Arc<dyn Processor> = processor.clone();
     dispatcher.set_default(as_processor);
@@ -179,15 +187,9 @@ async fn serve(
     dispatcher.add_listener(as_listener);
 
     let pull_tasks = start_long_polling(&broker);
-    broker
-        .store
-        .add_dispatch_listener(broker.schedule.listener());
-    if broker.role().is_master() {
-        broker.schedule.start(&broker);
-        broker.transactions.start(&broker);
-    }
+    role.start();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let registration = tokio::spawn(registration_loop(Arc::clone(&broker), stop_rx.clone()));
+    let registration = tokio::spawn(registration_loop(Arc::clone(&role), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(Arc::clone(&broker), stop_rx.clone()));
     let slave_sync = tokio::spawn(crate::slave_sync::run(Arc::clone(&broker), stop_rx));
 
@@ -222,8 +224,7 @@ async fn serve(
     }
 
     stop_tx.send_replace(true);
-    broker.schedule.stop();
-    broker.transactions.stop();
+    role.stop();
     broker.replication.stop();
     for task in pull_tasks {
         task.abort();
@@ -275,13 +276,14 @@ impl DispatchListener for WakePulls {
 
 /// Registers at once, then every `registerNameServerPeriod` with the whole topic
 /// table and, whenever topics change, with the changed ones.
-async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+async fn registration_loop(role: Arc<Role>, mut stop: watch::Receiver<bool>) {
+    let broker = role.broker();
     let changed = broker.topics.changed();
     let mut following: Option<String> = None;
     let mut full = true;
     loop {
         // A fenced master stays out of the routes (its successor is in them).
-        let registered = if broker.fenced.load(std::sync::atomic::Ordering::Acquire) {
+        let registered = if role.is_fenced() {
             None
         } else {
             broker
@@ -303,7 +305,7 @@ async fn registration_loop(broker: Arc<Broker>, mut stop: watch::Receiver<bool>)
                     // Not followed (unreachable, or a tail it cannot cut): asked again at
                     // the next registration.
                     if following.as_deref() != Some(master.as_str())
-                        && crate::processor::role::follow(&broker, master, ha_addr).await
+                        && role.follow(master, ha_addr).await
                     {
                         following = Some(master.clone());
                         // Copy the new master's tables now, not a SYNC_INTERVAL later: a

@@ -71,7 +71,7 @@ pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) ->
     if let Some(t) =
         fetch::<DelayOffsetSerializeWrapper>(client, master, RequestCode::GetAllDelayOffset).await
     {
-        broker.schedule.replace_offsets(&t);
+        broker.delay_offsets.replace_from_master(&t);
         copied += 1;
     }
     if let Some(t) = fetch::<SubscriptionGroupWrapper>(

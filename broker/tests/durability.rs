@@ -166,13 +166,13 @@ async fn delay_offsets_move_only_once_a_slave_holds_the_delivered_copy() {
     // Due after 1 s: delivered into D, but the offset waits for a slave.
     b.dispatched("D", 0, 1).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
-    let offsets = b.broker.schedule.offsets().offset_table;
+    let offsets = b.broker.delay_offsets.table();
     assert_eq!(offsets.get(&1).copied().unwrap_or(0), 0, "{offsets:?}");
     // Waited on, never put again.
     assert_eq!(b.broker.store.max_offset_in_queue("D", 0), 1);
     let _slave = slave_of(&b).await;
     let deadline = Instant::now() + Duration::from_secs(5);
-    while b.broker.schedule.offsets().offset_table.get(&1) != Some(&1) {
+    while b.broker.delay_offsets.table().get(&1) != Some(&1) {
         assert!(Instant::now() < deadline, "delay offset did not move");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

@@ -162,7 +162,8 @@ impl Running {
 
     async fn check_round(&self) -> CheckReport {
         let broker = Arc::clone(&self.broker);
-        tokio::task::spawn_blocking(move || broker.transactions.check_once(&broker))
+        let service = Arc::clone(self.role.transactions());
+        tokio::task::spawn_blocking(move || service.check_once(&broker))
             .await
             .unwrap()
     }
@@ -418,7 +419,7 @@ async fn the_service_checks_back_on_its_own() {
     })
     .await;
     let deadline = Instant::now() + T;
-    while !b.broker.transactions.is_running() {
+    while !b.role.transactions().is_running() {
         assert!(Instant::now() < deadline, "check service not started");
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
@@ -436,8 +437,8 @@ async fn the_service_checks_back_on_its_own() {
         .unwrap();
     b.dispatched("TS", 0, 1).await;
     // Stopping (a switch to slave) is idempotent.
-    assert!(b.broker.transactions.stop());
-    assert!(!b.broker.transactions.stop());
+    assert!(b.role.transactions().stop());
+    assert!(!b.role.transactions().stop());
     b.stop().await;
 }
 

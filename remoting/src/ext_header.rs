@@ -104,6 +104,7 @@ macro_rules! ext_field {
     )*};
 }
 ext_field!(String, bool, i32, i64, f64);
+pub(crate) use ext_field;
 
 /// Declares a custom header struct and its [`CommandHeader`](crate::CommandHeader) impl.
 ///

@@ -10,6 +10,7 @@
 //! - [`heartbeat`]: `HeartbeatData`, subscriptions, `MessageQueue`, lock bodies.
 //! - [`admin`]: stats, connections and offsets bodies read by `mqadmin`.
 //! - [`subscription`]: subscription groups, consumer and delay offset tables.
+//! - [`role`]: sluice's role switch and HA status (private codes).
 
 pub mod admin;
 pub mod body;
@@ -17,6 +18,7 @@ pub mod broker;
 pub mod constants;
 pub mod heartbeat;
 pub mod namesrv;
+pub mod role;
 pub mod route;
 pub mod subscription;
 pub mod topic;

@@ -202,7 +202,7 @@ pub fn all_consumer_offsets(broker: &Broker) -> Handled {
 
 /// GET_ALL_DELAY_OFFSET (45): the schedule service's progress per delay level.
 pub fn all_delay_offsets(broker: &Broker) -> Handled {
-    Ok(success().with_body(json(&broker.schedule.offsets())?))
+    Ok(success().with_body(json(&broker.delay_offsets.wrapper())?))
 }
 
 /// GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 5 slaves copy it): the pop-mode table, always

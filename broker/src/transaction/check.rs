@@ -89,9 +89,10 @@ impl TransactionCheckService {
 
     /// Starts checking every `transactionCheckInterval` (masters). Returns false if it
     /// was already running.
-    pub fn start(&self, broker: &Arc<Broker>) -> bool {
+    pub fn start(self: &Arc<Self>, broker: &Arc<Broker>) -> bool {
         let weak = Arc::downgrade(broker);
-        let started = self.switch.start(|| tokio::spawn(run(weak)));
+        let me = Arc::clone(self);
+        let started = self.switch.start(|| tokio::spawn(run(me, weak)));
         if started {
             info!(
                 interval_ms = broker.config().transaction_check_interval,
@@ -138,7 +139,7 @@ impl TransactionCheckService {
     }
 }
 
-async fn run(weak: Weak<Broker>) {
+async fn run(service: Arc<TransactionCheckService>, weak: Weak<Broker>) {
     loop {
         let Some(interval) = weak
             .upgrade()
@@ -150,10 +151,11 @@ async fn run(weak: Weak<Broker>) {
         let Some(broker) = weak.upgrade() else {
             return;
         };
-        if !broker.transactions.is_running() {
+        if !service.is_running() {
             return;
         }
-        let round = tokio::task::spawn_blocking(move || broker.transactions.check_once(&broker));
+        let me = Arc::clone(&service);
+        let round = tokio::task::spawn_blocking(move || me.check_once(&broker));
         if let Err(e) = round.await {
             error!(error = %e, "transaction check round failed");
         }

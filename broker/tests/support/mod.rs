@@ -23,6 +23,7 @@ pub struct Running {
     pub addr: String,
     pub vip_addr: Option<String>,
     pub broker: Arc<Broker>,
+    pub role: Arc<broker::role::Role>,
     pub client: RemotingClient,
     stop: Option<oneshot::Sender<()>>,
     done: Option<tokio::task::JoinHandle<()>>,
@@ -57,8 +58,10 @@ impl Running {
     ) -> Self {
         let vip_channel = self.vip_addr.is_some();
         self.shut_down().await;
-        let Running { broker, _dir, .. } = self;
-        drop(broker);
+        let Running {
+            broker, role, _dir, ..
+        } = self;
+        drop((role, broker));
         Self::start_in(_dir, vip_channel, tweak).await
     }
 
@@ -100,6 +103,7 @@ impl Running {
         );
         let (stop, stopped) = oneshot::channel::<()>();
         let started = broker::server::start(Arc::clone(&broker), listener, vip).unwrap();
+        let role = Arc::clone(started.role());
         let done = tokio::spawn(started.serve(async {
             let _ = stopped.await;
         }));
@@ -107,6 +111,7 @@ impl Running {
             addr: format!("127.0.0.1:{port}"),
             vip_addr,
             broker,
+            role,
             client: RemotingClient::default(),
             stop: Some(stop),
             done: Some(done),

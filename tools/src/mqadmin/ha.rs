@@ -4,7 +4,12 @@
 use std::time::Duration;
 
 use clap::Args;
+use remoting::protocol::role::{
+    HaStatusBody, MasterRole, SwitchResult, SwitchRoleRequestHeader, SwitchTarget,
+};
 use remoting::{RemotingCommand, RequestCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use super::{Common, Ctx};
 use crate::error::{Result, ToolsError};
@@ -79,39 +84,47 @@ pub struct SwitchRole {
 
 impl SwitchRole {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        let role = self.role.to_ascii_uppercase();
-        if role != "MASTER" && role != "SLAVE" {
-            return Err(ToolsError::Usage(format!(
-                "-r must be MASTER or SLAVE, not {}",
-                self.role
-            )));
-        }
-        if role == "SLAVE" && self.master_addr.is_none() && self.ha_master_address.is_none() {
+        let role = match self.role.trim().to_ascii_uppercase().as_str() {
+            "MASTER" => SwitchTarget::Master,
+            "SLAVE" => SwitchTarget::Slave,
+            _ => {
+                return Err(ToolsError::Usage(format!(
+                    "-r must be MASTER or SLAVE, not {}",
+                    self.role
+                )));
+            }
+        };
+        if role == SwitchTarget::Slave
+            && self.master_addr.is_none()
+            && self.ha_master_address.is_none()
+        {
             return Err(ToolsError::Usage(
                 "-r SLAVE needs -m NEW_MASTER_ADDR".into(),
             ));
         }
-        let mut request = RemotingCommand::request(RequestCode::SluiceSwitchRole);
-        let ext = &mut request.header.ext_fields;
-        ext.insert("role", role.clone());
-        if let Some(m) = &self.master_addr {
-            ext.insert("masterAddress", m.trim());
-        }
-        if let Some(h) = &self.ha_master_address {
-            ext.insert("haMasterAddress", h.trim());
-        }
-        if let Some(r) = &self.broker_role {
-            ext.insert("brokerRole", r.to_ascii_uppercase());
-        }
-        if let Some(id) = self.broker_id {
-            ext.insert("brokerId", id.to_string());
-        }
+        let broker_role = match &self.broker_role {
+            None => None,
+            Some(r) => Some(MasterRole::from_name(r).ok_or_else(|| {
+                ToolsError::Usage(format!("-t must be SYNC_MASTER or ASYNC_MASTER, not {r}"))
+            })?),
+        };
+        let header = SwitchRoleRequestHeader {
+            role,
+            broker_role,
+            master_address: self.master_addr.as_deref().map(|m| m.trim().to_owned()),
+            ha_master_address: self
+                .ha_master_address
+                .as_deref()
+                .map(|h| h.trim().to_owned()),
+            broker_id: self.broker_id,
+        };
+        let request = RemotingCommand::request_with(RequestCode::SluiceSwitchRole, &header);
         let response = ctx
             .client
             .call_with_timeout(self.broker_addr.trim(), request, SWITCH_TIMEOUT)
             .await?;
         writeln!(ctx.out, "switchRole {} -> {role}: OK", self.broker_addr)?;
-        print_json(ctx, &response.body.to_bytes())
+        print_body::<SwitchResult>(ctx, &response.body.to_bytes())
     }
 }
 
@@ -135,14 +148,15 @@ impl HaStatus {
                 RemotingCommand::request(RequestCode::SluiceHaStatus),
             )
             .await?;
-        print_json(ctx, &response.body.to_bytes())
+        print_body::<HaStatusBody>(ctx, &response.body.to_bytes())
     }
 }
 
-/// Prints a JSON object body as `key: value` lines.
-fn print_json(ctx: &mut Ctx<'_>, body: &[u8]) -> Result<()> {
-    let value: serde_json::Value =
+/// Prints a body of type `T` as `key: value` lines, one per field.
+fn print_body<T: Serialize + DeserializeOwned>(ctx: &mut Ctx<'_>, body: &[u8]) -> Result<()> {
+    let typed: T =
         remoting::fastjson::from_slice(body).map_err(|e| ToolsError::Usage(e.to_string()))?;
+    let value = serde_json::to_value(&typed).map_err(|e| ToolsError::Usage(e.to_string()))?;
     if let serde_json::Value::Object(map) = value {
         for (k, v) in map {
             let text = match v {
