@@ -153,10 +153,6 @@ pub struct BrokerConfig {
     pub server_channel_max_idle_time_seconds: u64,
     /// Largest frame accepted (16 MiB).
     pub frame_max_length: usize,
-    /// Percent of RAM above which a backlog counts as "in disk" (40).
-    pub access_message_in_memory_max_ratio: u32,
-    /// Max messages per QUERY_MESSAGE (32).
-    pub default_query_max_num: i32,
 }
 
 impl Default for BrokerConfig {
@@ -206,8 +202,6 @@ impl Default for BrokerConfig {
             fast_listen_port: None,
             server_channel_max_idle_time_seconds: 120,
             frame_max_length: 16 * 1024 * 1024,
-            access_message_in_memory_max_ratio: 40,
-            default_query_max_num: 32,
         }
     }
 }

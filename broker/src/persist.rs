@@ -77,7 +77,7 @@ struct WriterState {
     requested: u64,
     written: u64,
     /// The outcome of the latest write (it covers every generation up to `written`).
-    last_error: Option<String>,
+    last_error: Option<Arc<ConfigFileError>>,
     stop: bool,
 }
 
@@ -127,7 +127,7 @@ impl GroupWriter {
     ///
     /// # Errors
     /// The latest write covering it failed (the reason).
-    pub fn wait(&self, generation: u64) -> Result<(), String> {
+    pub fn wait(&self, generation: u64) -> Result<(), WriteError> {
         let mut st = self.shared.state.lock();
         while st.written < generation && !st.stop {
             self.shared.wrote.wait(&mut st);
@@ -139,7 +139,7 @@ impl GroupWriter {
     ///
     /// # Errors
     /// As [`GroupWriter::wait`].
-    pub async fn written(&self, generation: u64) -> Result<(), String> {
+    pub async fn written(&self, generation: u64) -> Result<(), WriteError> {
         let mut rx = self.shared.written.subscribe();
         // The sender lives as long as `self`; a closed channel only means we are stopping.
         let _ = rx.wait_for(|w| *w >= generation).await;
@@ -147,11 +147,25 @@ impl GroupWriter {
     }
 }
 
-fn outcome(st: &WriterState, generation: u64) -> Result<(), String> {
+fn outcome(st: &WriterState, generation: u64) -> Result<(), WriteError> {
     if st.written < generation {
-        return Err("stopped before the change was written".to_owned());
+        return Err(WriteError::Stopped);
     }
-    st.last_error.clone().map_or(Ok(()), Err)
+    st.last_error
+        .clone()
+        .map_or(Ok(()), |e| Err(WriteError::Failed(e)))
+}
+
+/// Why a change a [`GroupWriter`] was asked to write is not on disk.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+pub enum WriteError {
+    /// The writer stopped first.
+    #[error("stopped before the change was written")]
+    Stopped,
+    /// The write that covered it failed.
+    #[error(transparent)]
+    Failed(Arc<ConfigFileError>),
 }
 
 impl WriterShared {
@@ -167,7 +181,7 @@ impl WriterShared {
                 }
                 st.requested
             };
-            let result = write().map_err(|e| e.to_string());
+            let result = write().map_err(Arc::new);
             if let Err(e) = &result {
                 error!(error = %e, "cannot write a config file");
             }

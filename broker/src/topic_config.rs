@@ -361,7 +361,7 @@ impl TopicConfigManager {
     ///
     /// # Errors
     /// The write failed (the change is kept in memory).
-    pub async fn persisted(&self, generation: u64) -> Result<(), String> {
+    pub async fn persisted(&self, generation: u64) -> Result<(), persist::WriteError> {
         self.writer.written(generation).await
     }
 
@@ -431,7 +431,7 @@ impl TopicConfigManager {
             .wait(generation)
             .map_err(|reason| ConfigFileError::WriteFailed {
                 path: self.path.clone(),
-                reason,
+                reason: reason.to_string(),
             })
     }
 

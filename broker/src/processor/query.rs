@@ -19,7 +19,7 @@ pub fn query_message(broker: &Broker, request: &RemotingCommand) -> Handled {
         .ext(UNIQUE_KEY_QUERY)
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let max = if unique {
-        usize::try_from(broker.config().default_query_max_num).unwrap_or(32)
+        broker.store.config().default_query_max_num
     } else {
         usize::try_from(h.max_num).unwrap_or(0)
     };
