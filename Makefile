@@ -1,11 +1,11 @@
 # One place that runs the checks the way CI does. `.ci/run` calls `make test`.
 CARGO ?= cargo
 
-.PHONY: test fmt-check clippy deploy-check unit build bench fuzz
+.PHONY: test fmt-check clippy deploy-check module-cycles unit build bench fuzz
 
 ## Everything CI runs: format, lints, and the whole test suite (unit, property,
 ## crash, and integration tests against real processes and the standard clients).
-test: fmt-check clippy deploy-check
+test: fmt-check clippy deploy-check module-cycles
 	$(CARGO) test --workspace --all-targets
 	$(CARGO) test --workspace --doc
 
@@ -14,6 +14,11 @@ fmt-check:
 
 clippy:
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+## No module of any crate reaches, through its uses, a module that reaches back to it
+## (parents and children excepted: that is the module tree).
+module-cycles:
+	python3 .ci/module-cycles .
 
 ## deploy/ without starting anything: shell syntax (shellcheck if installed), broker
 ## configs, systemd units (systemd-analyze verify if installed), Kubernetes manifests.

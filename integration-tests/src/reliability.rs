@@ -41,7 +41,18 @@ use clap::Parser;
 use crate::driver::{self, own_dir, utc_now, workspace_root};
 use crate::java::{V4, V5};
 use report::Results;
-use scenario::Plan;
+use scenario::{Ctx, Kind, Outcome, Plan};
+
+/// The faults of each scenario kind.
+fn inject(ctx: &mut Ctx<'_>, kind: Kind) -> Result<Outcome, String> {
+    match kind {
+        Kind::Kill9 => kill_loop::run(ctx),
+        Kind::SlaveKill => slave_kill::run(ctx),
+        Kind::Failover { sync } => failover::run(ctx, sync),
+        Kind::DiskFull => disk_full::run(ctx),
+        Kind::Flood => conn_flood::run(ctx),
+    }
+}
 
 /// `reliability` command line.
 #[derive(Debug, Parser)]
@@ -230,7 +241,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
                 sc.name,
                 plan.repeat
             );
-            let r = scenario::run(sc, rep, &plan, &out);
+            let r = scenario::run(sc, rep, &plan, &out, inject);
             let line = if let Some(s) = &r.skipped {
                 format!("skipped: {s}")
             } else if r.ok {

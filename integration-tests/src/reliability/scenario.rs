@@ -401,9 +401,13 @@ pub fn command(scenario: &Scenario, plan: &Plan, repeat: u32) -> String {
     cmd
 }
 
-/// Runs one scenario once; never panics (the result says why it failed).
+/// Does a scenario's faults to a cluster: one function per [`Kind`] (the scenario
+/// modules), chosen by the driver.
+pub type Inject = fn(&mut Ctx<'_>, Kind) -> Result<Outcome, String>;
+
+/// Runs one scenario once with `inject`; never panics (the result says why it failed).
 #[must_use]
-pub fn run(scenario: &Scenario, repeat: u32, plan: &Plan, out: &Path) -> RunResult {
+pub fn run(scenario: &Scenario, repeat: u32, plan: &Plan, out: &Path, inject: Inject) -> RunResult {
     let started = Instant::now();
     let log_dir = out.join("logs").join(format!("{}-{repeat}", scenario.name));
     let _ = fs::create_dir_all(&log_dir);
@@ -419,13 +423,7 @@ pub fn run(scenario: &Scenario, repeat: u32, plan: &Plan, out: &Path) -> RunResu
             ..RunResult::default()
         },
     };
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| match scenario.kind {
-        Kind::Kill9 => super::kill_loop::run(&mut ctx),
-        Kind::SlaveKill => super::slave_kill::run(&mut ctx),
-        Kind::Failover { sync } => super::failover::run(&mut ctx, sync),
-        Kind::DiskFull => super::disk_full::run(&mut ctx),
-        Kind::Flood => super::conn_flood::run(&mut ctx),
-    }));
+    let outcome = panic::catch_unwind(AssertUnwindSafe(|| inject(&mut ctx, scenario.kind)));
     let mut result = ctx.result;
     match outcome {
         Ok(Ok(Outcome::Done)) => result.ok = true,
