@@ -25,17 +25,19 @@ use std::path::PathBuf;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use message::properties;
+use message::properties::keys::WAIT;
+use message::record::{self, Record};
 use parking_lot::Mutex;
 use remoting::protocol::constants::system;
 use remoting::protocol::subscription::DelayOffsetSerializeWrapper;
-use store::record::{self, Record};
 use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOffset};
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
 use crate::broker::Broker;
-use crate::message::{self, RealQueue, WAIT};
 use crate::persist;
+use crate::properties::RealQueue;
 use crate::service_switch::ServiceSwitch;
 
 /// Delay offsets are persisted this often while running.
@@ -305,7 +307,7 @@ impl ScheduleService {
         };
         // RocketMQ leaves DELAY on the delivered copy (it encodes the properties
         // before clearing the level); clients see it, so it is kept.
-        let properties = message::set(&props, &[(WAIT, "false")]);
+        let properties = properties::set(&props, &[(WAIT, "false")]);
         let msg = MessageInner {
             topic: topic.to_owned(),
             queue_id,
