@@ -37,7 +37,7 @@ struct Watch {
 
 impl DispatchListener for Watch {
     fn on_dispatch(&self, d: &DispatchRequest<'_>) {
-        let Some(key) = store::record::properties::get(d.properties, "UNIQ_KEY") else {
+        let Some(key) = message::properties::get(d.properties, "UNIQ_KEY") else {
             return;
         };
         if d.topic == SCHEDULE_TOPIC {

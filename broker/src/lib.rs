@@ -19,7 +19,8 @@
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`transaction`]: half messages, op records and the check-back service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
-//! - [`message`]: message properties read and rewritten on the send path.
+//! - [`properties`]: what the broker decides from message properties (send flags, the
+//!   real queue of a parked message).
 //! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
 //! - [`service_switch`]: idempotent start/stop of master-only services (one atomic flag).
 //! - [`slave_sync`]: a slave's periodic copy of its master's tables.
@@ -37,9 +38,9 @@ pub mod consumer_offset;
 pub mod delay_offset;
 pub mod durability;
 pub mod filter;
-pub mod message;
 pub mod persist;
 pub mod processor;
+pub mod properties;
 pub mod pull_hold;
 pub mod rebalance_lock;
 pub mod registration;

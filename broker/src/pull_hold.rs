@@ -261,25 +261,11 @@ mod tests {
         hold.suspend("T", 1, held(0, "*"), 100);
         assert_eq!(hold.held(), 3);
         // An arrival below the held offset, or on another queue, wakes nobody.
-        hold.notify(
-            "T",
-            0,
-            4,
-            Some(i64::from(remoting::protocol::heartbeat::java_string_hash(
-                "A",
-            ))),
-        );
+        hold.notify("T", 0, 4, Some(message::tags::tags_code(Some("A"))));
         hold.notify("U", 0, 9, None);
         assert_eq!(hold.held(), 3);
         // Tag A arrives at offset 5: only the A pull wakes.
-        hold.notify(
-            "T",
-            0,
-            5,
-            Some(i64::from(remoting::protocol::heartbeat::java_string_hash(
-                "A",
-            ))),
-        );
+        hold.notify("T", 0, 5, Some(message::tags::tags_code(Some("A"))));
         assert_eq!(rx.recv().await, Some(5));
         assert_eq!(hold.held(), 2);
         // The 100 ms pull times out on its own.

@@ -24,15 +24,17 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use message::properties;
+use message::properties::keys::WAIT;
+use message::record::{self, Record};
 use remoting::protocol::constants::system;
-use store::record::{self, Record};
 use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOffset};
 use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use crate::broker::Broker;
 use crate::delay_offset::DelayOffsets;
-use crate::message::{self, RealQueue, WAIT};
+use crate::properties::RealQueue;
 use crate::service_switch::ServiceSwitch;
 
 /// Delay offsets are persisted this often while running.
@@ -265,7 +267,7 @@ impl ScheduleService {
         };
         // RocketMQ leaves DELAY on the delivered copy (it encodes the properties
         // before clearing the level); clients see it, so it is kept.
-        let properties = message::set(&props, &[(WAIT, "false")]);
+        let properties = properties::set(&props, &[(WAIT, "false")]);
         let msg = MessageInner {
             topic: topic.to_owned(),
             queue_id,

@@ -18,12 +18,13 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
+use message::properties;
+use message::properties::keys::{REAL_QID, REAL_TOPIC, TAGS, WAIT};
+use message::record::{self, RecordFields, StoredMessage, sys_flag};
 use remoting::protocol::constants::system;
 use store::MessageInner;
-use store::record::{self, RecordFields, StoredMessage, sys_flag};
 
-pub use crate::message::RealQueue;
-use crate::message::{self, REAL_QID, REAL_TOPIC, TAGS, WAIT};
+pub use crate::properties::RealQueue;
 
 pub mod check;
 
@@ -37,7 +38,7 @@ pub const REMOVE_TAG: &str = "d";
 /// bits of the sysFlag cleared.
 #[must_use]
 pub fn half_message(mut msg: MessageInner) -> MessageInner {
-    msg.properties = message::set(
+    msg.properties = properties::set(
         &msg.properties,
         &[
             (REAL_TOPIC, msg.topic.as_str()),
@@ -94,7 +95,7 @@ pub fn op_message(
         queue_id: half_queue_id,
         flag: 0,
         body: Bytes::from(half_queue_offset.to_string()),
-        properties: record::properties::build([(TAGS, REMOVE_TAG), (WAIT, "true")]),
+        properties: properties::build([(TAGS, REMOVE_TAG), (WAIT, "true")]),
         sys_flag: 0,
         born_timestamp: now_ms,
         born_host: store_host,
@@ -108,7 +109,7 @@ pub fn op_message(
 #[must_use]
 pub fn op_target(op: &StoredMessage<'_>) -> Option<u64> {
     let props = op.properties_str();
-    if message::get(&props, TAGS) != Some(REMOVE_TAG) {
+    if properties::get(&props, TAGS) != Some(REMOVE_TAG) {
         return None;
     }
     std::str::from_utf8(op.body).ok()?.trim().parse().ok()
@@ -184,21 +185,12 @@ pub fn check_body(
     renewed: &Renewed,
 ) -> Option<Vec<u8>> {
     let fields = RecordFields {
-        body_crc: half.body_crc,
         queue_id: real.queue_id,
-        flag: half.flag,
         queue_offset: renewed.queue_offset,
         physical_offset: renewed.commit_log_offset,
-        sys_flag: sys_flag::with_host_bits(half.sys_flag, &half.born_host, &half.store_host),
-        born_timestamp: half.born_timestamp,
-        born_host: half.born_host,
-        store_timestamp: half.store_timestamp,
-        store_host: half.store_host,
-        reconsume_times: half.reconsume_times,
-        prepared_transaction_offset: half.prepared_transaction_offset,
-        body: half.body,
         topic: real.topic.as_bytes(),
         properties: [properties.as_bytes(), &[], &[]],
+        ..half.fields()
     };
     let mut buf = vec![0u8; fields.encoded_len()?];
     record::encode(&mut buf, &fields);
@@ -208,7 +200,7 @@ pub fn check_body(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use store::record::Record;
+    use message::record::Record;
 
     fn host() -> SocketAddr {
         "127.0.0.1:10911".parse().unwrap()
@@ -310,7 +302,7 @@ mod tests {
         let half = half_message(prepared());
         let bytes = stored(&half, 100, 1);
         let h = decode(&bytes);
-        let props = message::set(&half.properties, &[("TRANSACTION_CHECK_TIMES", "1")]);
+        let props = properties::set(&half.properties, &[("TRANSACTION_CHECK_TIMES", "1")]);
         let renewed = Renewed {
             queue_offset: 5,
             commit_log_offset: 900,

@@ -17,11 +17,12 @@ mod support;
 use std::time::{Duration, Instant};
 
 use broker::config::BrokerRole;
+use message::id::OffsetMsgId;
+use message::record::sys_flag;
 use remoting::protocol::broker::{
     ConsumerSendMsgBackRequestHeader, EndTransactionRequestHeader, SendMessageResponseHeader,
 };
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use store::record::{self, sys_flag};
 use support::Running;
 
 const SLAVE_NOT_AVAILABLE: i32 = ResponseCode::SlaveNotAvailable as i32;
@@ -63,7 +64,7 @@ async fn wait_caught_up(master: &Running, slave: &Running) {
 
 fn offset_of(response: &RemotingCommand) -> u64 {
     let h: SendMessageResponseHeader = response.decode_header().unwrap();
-    record::parse_offset_msg_id(&h.msg_id).unwrap().1
+    OffsetMsgId::decode(&h.msg_id).unwrap().offset
 }
 
 #[tokio::test]
@@ -78,11 +79,14 @@ async fn a_sync_master_without_its_ha_service_answers_slave_not_available() {
     assert_eq!(r.code(), SLAVE_NOT_AVAILABLE, "{:?}", r.remark());
     let mut batch = support::send_request("T", 0, b"", "");
     batch.header.code = RequestCode::SendBatchMessage.code();
-    batch = batch.with_body(bytes::Bytes::from(store::message::encode_batch_body([(
-        0,
-        b"x".as_slice(),
-        "",
-    )])));
+    let mut body = bytes::BytesMut::new();
+    let entry = message::batch::BatchEntry {
+        flag: 0,
+        body: b"x",
+        properties: "",
+    };
+    message::batch::encode(&[entry], &mut body).unwrap();
+    batch = batch.with_body(body.freeze());
     let r = b.call(batch).await;
     assert_eq!(r.code(), SLAVE_NOT_AVAILABLE, "{:?}", r.remark());
     // Once a slave follows, the same sends are acknowledged.

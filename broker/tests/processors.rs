@@ -11,6 +11,8 @@ mod support;
 
 use std::time::{Duration, Instant};
 
+use message::id::OffsetMsgId;
+use message::record::{self, Record};
 use remoting::protocol::broker::{
     ConsumerSendMsgBackRequestHeader, GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader,
     PullMessageRequestHeader, PullMessageResponseHeader, QueryConsumerOffsetRequestHeader,
@@ -19,7 +21,6 @@ use remoting::protocol::broker::{
 };
 use remoting::protocol::constants::pull_sys_flag;
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use store::record::{self, Record};
 use support::{Running, T};
 
 impl Running {
@@ -354,7 +355,7 @@ async fn send_back_goes_to_retry_then_dlq() {
         .send("T4", 0, b"payload", "TAGS\u{1}A\u{2}UNIQ_KEY\u{1}ABC")
         .await;
     let h: SendMessageResponseHeader = r.decode_header().unwrap();
-    let (_, offset) = record::parse_offset_msg_id(&h.msg_id).unwrap();
+    let offset = OffsetMsgId::decode(&h.msg_id).unwrap().offset;
     let back = |offset: u64, delay: i32, max: i32| ConsumerSendMsgBackRequestHeader {
         offset: i64::try_from(offset).unwrap(),
         group: "cg4".into(),

@@ -17,6 +17,8 @@ use std::time::{Duration, Instant};
 
 use broker::transaction::CID_SYS_RMQ_TRANS;
 use broker::transaction::check::CheckReport;
+use message::id::OffsetMsgId;
+use message::record::{self, Record, sys_flag};
 use remoting::client::ClientConfig;
 use remoting::connection::RequestHandler;
 use remoting::protocol::broker::{
@@ -26,7 +28,6 @@ use remoting::protocol::broker::{
 use remoting::protocol::constants::{pull_sys_flag, system};
 use remoting::protocol::heartbeat::{HeartbeatData, ProducerData};
 use remoting::{Channel, RemotingClient, RemotingCommand, RequestCode, ResponseCode};
-use store::record::{self, Record, sys_flag};
 use support::{Running, T};
 use tokio::sync::mpsc;
 
@@ -106,7 +107,7 @@ impl Running {
             .await;
         assert_eq!(resp.code(), 0, "{:?}", resp.remark());
         let h: SendMessageResponseHeader = resp.decode_header().unwrap();
-        let (_, phy) = record::parse_offset_msg_id(&h.msg_id).unwrap();
+        let phy = OffsetMsgId::decode(&h.msg_id).unwrap().offset;
         assert_eq!(h.transaction_id.as_deref(), Some(uniq));
         Half {
             queue_id: h.queue_id,
@@ -220,7 +221,9 @@ impl FakeProducer {
             panic!("check body is not a message record")
         };
         assert_eq!(h.msg_id, h.transaction_id);
-        let (_, phy) = record::parse_offset_msg_id(h.offset_msg_id.as_deref().unwrap()).unwrap();
+        let phy = OffsetMsgId::decode(h.offset_msg_id.as_deref().unwrap())
+            .unwrap()
+            .offset;
         assert_eq!(i64::try_from(phy).unwrap(), h.commit_log_offset);
         assert_eq!(
             i64::try_from(m.queue_offset).unwrap(),
@@ -491,7 +494,13 @@ async fn checked_too_often_moves_to_trans_check_max_time_topic() {
         .commit_log_offset;
     let header = ResumeCheckHalfMessageRequestHeader {
         topic: None,
-        msg_id: Some(record::offset_msg_id(&b.broker.store_host(), phy)),
+        msg_id: Some(
+            OffsetMsgId {
+                addr: b.broker.store_host(),
+                offset: phy,
+            }
+            .encode(),
+        ),
     };
     let resp = b
         .call(RemotingCommand::request_with(

@@ -11,7 +11,7 @@ use std::path::Path;
 
 use bytes::BytesMut;
 use store::consume_queue::{CqUnit, encode_blank};
-use store::record::{self, Record, RecordFields, sys_flag};
+use message::record::{self, Record, RecordFields, sys_flag};
 
 fn write(target: &str, name: &str, bytes: &[u8]) {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -80,7 +80,7 @@ fn commit_log_record() {
     let v4: SocketAddr = "10.0.0.9:53211".parse().expect("addr");
     let store: SocketAddr = "127.0.0.1:10911".parse().expect("addr");
     let v6: SocketAddr = "[fe80::1]:1234".parse().expect("addr");
-    let props = record::properties::build([
+    let props = message::properties::build([
         ("TAGS", "TagA"),
         ("KEYS", "k1 k2"),
         ("UNIQ_KEY", "0A000009D0C518B4AAC2"),

@@ -4,27 +4,11 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use store::record::{self, Record, RecordFields, StoredMessage};
+use message::record::{self, Record, StoredMessage};
 
 /// The fields of `m`, re-encoded by our encoder and decoded again.
 fn reencode(m: &StoredMessage<'_>) {
-    let f = RecordFields {
-        body_crc: m.body_crc,
-        queue_id: m.queue_id,
-        flag: m.flag,
-        queue_offset: m.queue_offset,
-        physical_offset: m.physical_offset,
-        sys_flag: m.sys_flag,
-        born_timestamp: m.born_timestamp,
-        born_host: m.born_host,
-        store_timestamp: m.store_timestamp,
-        store_host: m.store_host,
-        reconsume_times: m.reconsume_times,
-        prepared_transaction_offset: m.prepared_transaction_offset,
-        body: m.body,
-        topic: m.topic.as_bytes(),
-        properties: [m.properties, &[], &[]],
-    };
+    let f = m.fields();
     let len = f
         .encoded_len()
         .expect("a decoded record has encodable fields");

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
+use message::properties;
 use parking_lot::Mutex;
-use store::record::properties;
 use store::{DispatchListener, DispatchRequest, MatchAll, MessageInner, MessageStore, StoreConfig};
 
 fn message(topic: &str, queue_id: i32, body: &Bytes, seq: u64) -> MessageInner {

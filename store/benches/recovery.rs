@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use criterion::{Criterion, SamplingMode, Throughput, criterion_group, criterion_main};
-use store::record::{RecordFields, body_crc, encode, encode_blank, properties};
+use message::properties;
+use message::record::{RecordFields, body_crc, encode, encode_blank};
 use store::recovery::scan;
 use store::{MessageInner, MessageStore, StoreConfig};
 

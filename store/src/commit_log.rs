@@ -11,6 +11,11 @@ use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
+use message::batch::{BatchDecodeError, EntrySpan};
+use message::properties::PROPERTY_SEPARATOR;
+use message::record::{
+    self, END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN, Record, RecordFields, sys_flag,
+};
 use parking_lot::Mutex;
 use tracing::{error, info, warn};
 
@@ -20,11 +25,8 @@ use crate::error::{Result, StoreError};
 use crate::file_allocator::Allocator;
 use crate::mapped_file::{FileWriter, TransientStorePool};
 use crate::mapped_file_queue::MappedFileQueue;
-use crate::message::{self, BatchError, MessageBatch, MessageInner};
 use crate::offset_watch::{OffsetWatch, WaitError, WaitOffset};
-use crate::record::{
-    self, END_FILE_MIN_BLANK_LENGTH, MAX_PROPERTIES_LEN, Record, RecordFields, sys_flag,
-};
+use crate::put::{MessageBatch, MessageInner};
 use crate::recovery::{self, QueueOffsetTable, RecoveryReport};
 use crate::service_thread::{ServiceControl, ServiceThread};
 
@@ -492,17 +494,17 @@ impl CommitLog {
         {
             return PutResult::failed(PutMessageStatus::MessageIllegal);
         }
-        let entries = match message::parse_batch(&batch.body, batch.properties.len()) {
+        let entries = match message::batch::decode(&batch.body, batch.properties.len()) {
             Ok(e) => e,
-            Err(BatchError::PropertiesTooLong) => {
+            Err(BatchDecodeError::PropertiesTooLong) => {
                 return PutResult::failed(PutMessageStatus::PropertiesSizeExceeded);
             }
-            Err(BatchError::Malformed | BatchError::Empty) => {
+            Err(_) => {
                 return PutResult::failed(PutMessageStatus::MessageIllegal);
             }
         };
-        let sep = [record::properties::PROPERTY_SEPARATOR as u8];
-        let fields = |e: &message::BatchEntry| RecordFields {
+        let sep = [PROPERTY_SEPARATOR as u8];
+        let fields = |e: &EntrySpan| RecordFields {
             body_crc: e.body_crc,
             queue_id: batch.queue_id,
             flag: e.flag,

@@ -16,14 +16,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
+use message::properties::{self, keys};
+use message::record::{self, Record, StoredMessage, sys_flag};
+use message::tags;
 use parking_lot::{Mutex, MutexGuard, RwLock};
 use tracing::{error, warn};
 
 use crate::commit_log::{CommitLog, PhyOffset};
 use crate::consume_queue::{ConsumeQueueTable, CqUnit, is_safe_dir_name};
 use crate::error::{Result, StoreError};
-use crate::index::{IndexService, java_hash};
-use crate::record::{self, Record, StoredMessage, properties, sys_flag};
+use crate::index::IndexService;
 use crate::recovery::takes_queue_offset;
 
 /// While busy, the reput thread looks for new records this often (puts dispatch for
@@ -66,8 +68,7 @@ pub trait DispatchListener: Send + Sync {
     fn on_dispatch(&self, d: &DispatchRequest<'_>);
 }
 
-/// The consume-queue tags code: Java `String.hashCode()` of `TAGS` (0 if absent or
-/// empty); for [`SCHEDULE_TOPIC`] records with a `DELAY` level, the deliver time
+/// The consume-queue tags code: [`tags::tags_code`] of `TAGS`; for [`SCHEDULE_TOPIC`] records with a `DELAY` level, the deliver time
 /// `store_timestamp + delay(level)`, the level clamped to the highest configured
 /// (RocketMQ `checkMessageAndReturnSize` + `computeDeliverTimestamp`).
 #[must_use]
@@ -78,9 +79,7 @@ pub fn tags_code(
     store_timestamp: i64,
     delay_levels: &[i64],
 ) -> i64 {
-    let mut code = tags
-        .filter(|t| !t.is_empty())
-        .map_or(0, |t| i64::from(java_hash(t)));
+    let mut code = tags::tags_code(tags);
     if topic == SCHEDULE_TOPIC {
         if let Some(level) = delay.and_then(|d| d.parse::<i64>().ok()) {
             let level = level.min(delay_levels.len() as i64);
@@ -106,15 +105,8 @@ struct Props<'a> {
 }
 
 fn scan_props(s: &str) -> Props<'_> {
-    let [tags, keys, uniq_key, delay] = properties::get_many(
-        s,
-        [
-            properties::TAGS,
-            properties::KEYS,
-            properties::UNIQ_KEY,
-            properties::DELAY,
-        ],
-    );
+    let [tags, keys, uniq_key, delay] =
+        properties::get_many(s, [keys::TAGS, keys::KEYS, keys::UNIQ_KEY, keys::DELAY]);
     Props {
         tags,
         keys,
@@ -446,7 +438,7 @@ mod tests {
         assert_eq!(tags_code("T", Some(""), None, 5, &levels), 0);
         assert_eq!(tags_code("T", Some("TagA"), None, 5, &levels), 2_598_919);
         // Negative hashes are sign-extended.
-        let neg = java_hash("polygenelubricants");
+        let neg = tags::hash_code("polygenelubricants");
         assert_eq!(
             tags_code("T", Some("polygenelubricants"), None, 5, &levels),
             i64::from(neg)

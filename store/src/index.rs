@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, Ordering};
 
+use message::tags::{hash_code, hash_code_extend};
 use parking_lot::RwLock;
 use tracing::{debug, info, warn};
 
@@ -43,22 +44,11 @@ pub const INVALID_INDEX: u32 = 0;
 /// Entries reserved on disk at a time ahead of the writer (about 64 KiB).
 const RESERVE_ENTRIES: u32 = 3277;
 
-/// Java's `String.hashCode()` over the UTF-16 code units of `s`.
-#[must_use]
-pub fn java_hash(s: &str) -> i32 {
-    java_hash_continue(0, s)
-}
-
-fn java_hash_continue(h: i32, s: &str) -> i32 {
-    s.encode_utf16()
-        .fold(h, |h, c| h.wrapping_mul(31).wrapping_add(i32::from(c)))
-}
-
 /// The index hash of `topic#key`: `abs(hashCode)`, 0 if that overflows (RocketMQ
 /// `indexKeyHashMethod`). Computed without building the string.
 #[must_use]
 pub fn key_hash(topic: &str, key: &str) -> u32 {
-    let h = java_hash_continue(java_hash_continue(java_hash(topic), "#"), key);
+    let h = hash_code_extend(hash_code_extend(hash_code(topic), "#"), key);
     if h == i32::MIN { 0 } else { h.unsigned_abs() }
 }
 
@@ -638,15 +628,9 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn java_hash_matches_java() {
-        assert_eq!(java_hash(""), 0);
-        assert_eq!(java_hash("hello"), 99_162_322);
-        assert_eq!(java_hash("TagA"), 2_598_919);
-        assert_eq!(java_hash("中"), 20_013);
-        // A non-BMP char is two UTF-16 units: "😀" = \ud83d\ude00.
-        assert_eq!(java_hash("😀"), 0xd83d * 31 + 0xde00);
-        assert_eq!(java_hash("polygenelubricants"), i32::MIN);
-        assert_eq!(key_hash("T", "k"), java_hash("T#k").unsigned_abs());
+    fn key_hash_is_java_hash_code_of_topic_hash_key() {
+        assert_eq!(key_hash("T", "k"), hash_code("T#k").unsigned_abs());
+        assert_eq!(key_hash("中", "😀"), hash_code("中#😀").unsigned_abs());
         // "polygenelubricants" hashes to Integer.MIN_VALUE; abs overflows, RocketMQ uses 0.
         assert_eq!(key_hash("polygenelubricants", "").min(1), 1);
     }

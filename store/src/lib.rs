@@ -10,12 +10,14 @@
 //! first invalid byte, then to bring the consume queues and index back in line with
 //! it. Old files expire by age or disk usage.
 //!
+//! The message format itself (record codec, batch body, ids, properties, tags hash) is
+//! the `message` crate's; the store calls it.
+//!
 //! Layout:
 //! - [`config`]: `StoreConfig` with RocketMQ's key names and defaults, `sanitize`.
 //! - [`error`]: `StoreError`, `ConfigError`, `Result`.
 //! - [`clock`]: the `Clock` seam (expiry, pacing, index names) and local time.
-//! - [`record`]: sans-io stored-message codec, BLANK marker, properties, offset msg id.
-//! - [`message`]: what a put takes: one message or a client batch.
+//! - [`put`]: what a put takes: one message or a client batch.
 //! - [`mapped_file`]: one mapped file, its single writer, read slices, transient pool
 //!   buffers, reader-safe deletion, word-mapped files (the only `unsafe`).
 //! - [`mapped_file_queue`]: the ordered files: load, find, flush/commit across files.
@@ -51,10 +53,9 @@ pub mod index;
 pub mod lock;
 pub mod mapped_file;
 pub mod mapped_file_queue;
-pub mod message;
 pub mod message_store;
 pub mod offset_watch;
-pub mod record;
+pub mod put;
 pub mod recovery;
 mod service_thread;
 
@@ -68,9 +69,9 @@ pub use config::{FlushDiskType, StoreConfig};
 pub use consume_queue::BoundaryType;
 pub use dispatch::{DispatchListener, DispatchRequest};
 pub use error::{ConfigError, Result, StoreError};
-pub use message::{MessageBatch, MessageInner};
 pub use message_store::{
     GetMessageResult, GetMessageStatus, LogicsRecovery, MatchAll, MessageFilter, MessageStore,
     QueryMessageResult, StoreEnv,
 };
+pub use put::{MessageBatch, MessageInner};
 pub use recovery::{RecoveryMode, RecoveryReport};

@@ -18,6 +18,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use message::properties::{self, keys};
+use message::record::{self, Record};
 use parking_lot::Mutex;
 use tracing::{info, warn};
 
@@ -32,8 +34,7 @@ use crate::error::{Result, StoreError};
 use crate::index::IndexService;
 use crate::lock::StoreLock;
 use crate::mapped_file::sync_dir;
-use crate::message::{MessageBatch, MessageInner};
-use crate::record::{self, Record, properties};
+use crate::put::{MessageBatch, MessageInner};
 use crate::service_thread::{ServiceControl, ServiceThread};
 
 mod read;
@@ -766,7 +767,7 @@ fn unit_matches(i: &Inner, topic: &str, queue_id: i32, u: &CqUnit, q: u64, cl: (
         return false;
     };
     let props = String::from_utf8_lossy(m.properties);
-    let [tags, delay] = properties::get_many(&props, [properties::TAGS, properties::DELAY]);
+    let [tags, delay] = properties::get_many(&props, [keys::TAGS, keys::DELAY]);
     m.total_size == u.size
         && m.queue_offset == q
         && m.queue_id == queue_id

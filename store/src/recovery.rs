@@ -16,15 +16,15 @@
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
+use message::record::{
+    self, END_FILE_MIN_BLANK_LENGTH, Record, RecordError, StoredMessage, sys_flag,
+};
 use tracing::{info, warn};
 
 use crate::checkpoint::Checkpoint;
 use crate::error::Result;
 use crate::mapped_file::{FileWriter, MappedFile};
 use crate::mapped_file_queue::MappedFileQueue;
-use crate::record::{
-    self, END_FILE_MIN_BLANK_LENGTH, Record, RecordError, StoredMessage, sys_flag,
-};
 
 /// Why a file scan stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -365,7 +365,7 @@ pub(crate) fn recover(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::record::{RecordFields, body_crc, encode, encode_blank};
+    use message::record::{RecordFields, body_crc, encode, encode_blank};
 
     fn put(buf: &mut [u8], pos: usize, from: u64, body: &[u8], qoff: u64) -> usize {
         let f = RecordFields {

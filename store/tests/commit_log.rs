@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Rng, batch, config, msg, store_host};
+use message::id::OffsetMsgId;
+use message::record::{self, Record};
 use store::offset_watch::block_on;
-use store::record::{self, Record};
 use store::{FlushDiskType, MessageStore, PhyOffset, PutMessageStatus, RecordAt, RecoveryMode};
 
 fn decode(bytes: &[u8]) -> record::StoredMessage<'_> {
@@ -59,8 +60,11 @@ fn put_read_queue_offsets_and_msg_ids() {
         assert_eq!(r.status, PutMessageStatus::PutOk);
         let a = r.append.unwrap();
         assert_eq!(
-            record::parse_offset_msg_id(&a.msg_id()),
-            Some((store_host(), a.wrote_offset.0))
+            OffsetMsgId::decode(&a.msg_id()),
+            Ok(OffsetMsgId {
+                addr: store_host(),
+                offset: a.wrote_offset.0
+            })
         );
         ends.push((a.wrote_offset, a.queue_offset));
         assert_eq!(
@@ -80,7 +84,7 @@ fn put_read_queue_offsets_and_msg_ids() {
         assert_eq!(ends[i].1.0, *n);
         *n += 1;
         assert_eq!(
-            record::properties::get(&m.properties_str(), "TAGS"),
+            message::properties::get(&m.properties_str(), "TAGS"),
             Some("tag-a")
         );
     }
@@ -460,7 +464,7 @@ fn record_at_out_of_range_is_an_error_not_a_panic() {
 }
 
 /// An independent decoder, written from the documented layout (not using
-/// `store::record`), reads a store written by our code field by field.
+/// `message::record`), reads a store written by our code field by field.
 #[test]
 fn golden_layout_read_by_independent_decoder() {
     let dir = tempfile::tempdir().unwrap();

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{Rng, batch, config, msg};
+use message::record::{self, Record};
 use store::offset_watch::block_on;
-use store::record::{self, Record};
 use store::{FlushDiskType, MessageStore, PhyOffset, PutMessageStatus, RecordAt};
 
 const FILE_SIZE: u64 = 64 * 1024;

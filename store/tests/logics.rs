@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use common::{batch, golden_check, keyed, raw_records, small_config};
+use message::record::{self, Record};
 use parking_lot::Mutex;
-use store::record::{self, Record};
 use store::{
     BoundaryType, DispatchListener, DispatchRequest, FlushDiskType, GetMessageStatus, MatchAll,
     MessageFilter, MessageStore, PhyOffset, PutMessageStatus, StoreConfig,
@@ -583,7 +583,7 @@ fn dispatch_follows_puts_quickly() {
     }
     impl DispatchListener for Lag {
         fn on_dispatch(&self, d: &DispatchRequest<'_>) {
-            let seq: usize = store::record::properties::get(d.properties, "SEQ")
+            let seq: usize = message::properties::get(d.properties, "SEQ")
                 .unwrap()
                 .parse()
                 .unwrap();

@@ -10,9 +10,9 @@ mod common;
 use std::collections::HashMap;
 
 use common::{config, msg};
+use message::record::{self, Record};
 use proptest::prelude::*;
 use store::offset_watch::block_on;
-use store::record::{self, Record};
 use store::{
     FlushDiskType, GetMessageStatus, MatchAll, MessageBatch, MessageStore, PhyOffset,
     PutMessageStatus, RecordAt,
@@ -209,9 +209,7 @@ fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
                     .enumerate()
                     .map(|(j, l)| body(*l, i + j))
                     .collect();
-                let raw = store::message::encode_batch_body(
-                    bodies.iter().map(|b| (0, &b[..], "K\u{1}v")),
-                );
+                let raw = common::batch_body(bodies.iter().map(|b| (0, &b[..], "K\u{1}v")));
                 let batch = MessageBatch {
                     topic: t.into(),
                     queue_id: queue,

@@ -29,7 +29,7 @@ use remoting::{CommandHeader, RemotingClient, RemotingCommand, RequestCode, Resp
 use serde::de::DeserializeOwned;
 
 use crate::error::{Result, ToolsError, op_name};
-use crate::message::{self, StoredMessage};
+use crate::stored::{self, StoredMessage};
 
 /// Java's `DefaultMQAdminExt` timeout.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -738,7 +738,7 @@ pub fn parse_body<T: DeserializeOwned>(response: &RemotingCommand, addr: &str) -
 }
 
 fn decode_records(request_code: i32, addr: &str, body: &[u8]) -> Result<Vec<StoredMessage>> {
-    message::decode_all(body).map_err(|source| ToolsError::Decode {
+    stored::decode_all(body).map_err(|source| ToolsError::Decode {
         op: op_name(request_code),
         addr: addr.to_owned(),
         source,

@@ -2,12 +2,12 @@
 //! Response errors print as RocketMQ's `MQBrokerException`/`MQClientException` do
 //! (`CODE: 17  DESC: ...`), because operators and scripts grep for that.
 
+use message::batch::BatchEncodeError;
+use message::id::MessageIdError;
 use remoting::{BodyError, ExtFieldError, RemotingError, RequestCode, ResponseCode};
 use thiserror::Error;
 
-use crate::message::DecodeError;
-use crate::message::batch::BatchEncodeError;
-use crate::message::id::MessageIdError;
+use crate::stored::DecodeError;
 
 /// Result of the tools library.
 pub type Result<T, E = ToolsError> = std::result::Result<T, E>;

@@ -5,12 +5,13 @@
 //! - [`client`]: async client over `remoting::RemotingClient` — name server lookups with a
 //!   route cache, send / batch send / pull / query / view, consumer offsets.
 //! - [`admin`]: broker and name server admin calls, cluster lookups.
-//! - [`message`]: stored messages of pull/query/view bodies (over the store crate's
-//!   record codec), properties, message ids (offset id, `UNIQ_KEY`), the client batch body.
+//! - [`stored`]: stored messages of pull/query/view bodies, over the `message` crate's
+//!   record codec (which also owns properties, message ids and the batch body).
+//! - [`uniq_id`]: this host and process as a producer of `UNIQ_KEY`s.
 //! - [`mqadmin`]: the `mqadmin` sub commands, RocketMQ's names, flags and output.
 //! - [`mqbench`]: the `mqbench` producer and consumer benchmarks.
 //! - [`publish`]: writable queues of a topic, send headers and message properties.
-//! - [`time`]: the timestamp formats mqadmin prints and parses.
+//! - [`time`]: the clock and the timestamp formats mqadmin prints and parses.
 //! - [`error`]: the error type, `ToolsError`.
 #![allow(
     clippy::write_literal,
@@ -20,11 +21,12 @@
 pub mod admin;
 pub mod client;
 pub mod error;
-pub mod message;
 pub mod mqadmin;
 pub mod mqbench;
 pub mod publish;
+pub mod stored;
 pub mod time;
+pub mod uniq_id;
 
 pub use client::Client;
 pub use error::{Result, ToolsError};

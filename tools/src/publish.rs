@@ -2,6 +2,7 @@
 //! the TBW102 fallback RocketMQ producers use for auto-created topics) and the
 //! SEND_MESSAGE_V2 header and properties of a message.
 
+use message::properties::{Properties, keys};
 use remoting::protocol::broker::SendMessageRequestHeaderV2;
 use remoting::protocol::constants::perm;
 use remoting::protocol::constants::system::AUTO_CREATE_TOPIC_KEY;
@@ -9,8 +10,6 @@ use remoting::protocol::route::TopicRouteData;
 
 use crate::client::Client;
 use crate::error::{Result, ToolsError};
-use crate::message::Properties;
-use crate::message::properties::keys;
 
 /// Producer `defaultTopicQueueNums`.
 pub const DEFAULT_TOPIC_QUEUE_NUMS: i32 = 4;

@@ -1,4 +1,4 @@
-//! Calendar arithmetic and the timestamp formats mqadmin prints and parses, in UTC
+//! The clock, calendar arithmetic and the timestamp formats mqadmin prints and parses, in UTC
 //! (RocketMQ's tools use the JVM's default zone; our hosts run in UTC, and a fixed zone
 //! keeps the output testable without a time-zone database).
 //!
@@ -6,6 +6,16 @@
 //! - `yyyy-MM-dd HH:mm:ss` (`UtilAll.YYYY_MM_DD_HH_MM_SS`): consumerProgress;
 //! - `yyyy-MM-dd#HH:mm:ss:SSS` (`UtilAll.YYYY_MM_DD_HH_MM_SS_SSS`): accepted by
 //!   resetOffsetByTime / consumeMessage next to plain milliseconds and `now`.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch, now.
+#[must_use]
+pub fn now_millis() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (H. Hinnant's algorithm).
 #[must_use]

@@ -33,7 +33,7 @@ fn fixture() -> Vec<u8> {
         .filter(|l| !l.starts_with('#'))
         .map(str::trim)
         .collect();
-    tools::message::id::parse_hex(&hex).unwrap()
+    message::id::parse_hex(&hex).unwrap()
 }
 
 /// Answers name server and broker codes; remembers every request.
@@ -295,7 +295,7 @@ async fn send_query_and_pull_commands() {
         (Some("T"), Some("TBW102"), Some("1"))
     );
     assert_eq!(send.body.to_bytes().as_ref(), b"body");
-    let props = tools::message::Properties::decode(send.ext("i").unwrap());
+    let props = message::properties::Properties::decode(send.ext("i").unwrap());
     assert_eq!(
         (props.tags(), props.keys(), props.get("WAIT")),
         (Some("TagA"), Some("k1"), Some("true"))
@@ -391,13 +391,13 @@ async fn mqbench_producer_counts_and_batches() {
         .cloned()
         .collect();
     assert_eq!(u64::try_from(batches.len()).unwrap() * 3, summary.messages);
-    let entries = tools::message::batch::decode_batch(&batches[0].body.to_bytes()).unwrap();
+    let body = batches[0].body.to_bytes();
+    let entries = message::batch::decode(&body, 0).unwrap();
     assert_eq!(entries.len(), 3);
-    assert!(
-        entries
-            .iter()
-            .all(|e| e.body.len() == 16 && e.properties.uniq_key().is_some())
-    );
+    assert!(entries.iter().all(|e| {
+        let props = std::str::from_utf8(&body[e.properties.clone()]).unwrap();
+        e.body.len() == 16 && message::properties::get(props, "UNIQ_KEY").is_some()
+    }));
     // Rate limit: 300 msg/s for 0.3 s is about 90 messages, far below unlimited.
     assert!(summary.messages < 300, "{summary:?}");
 }

@@ -1,5 +1,5 @@
 //! Stored messages captured from Apache RocketMQ's broker (hex under `tests/fixtures/`),
-//! decoded by `tools::message`. This is the contract that our decoder reads what the
+//! decoded by `tools::stored`. This is the contract that our decoder reads what the
 //! reference broker writes; the sluice broker will be checked against the same bytes.
 
 #![allow(
@@ -9,7 +9,9 @@
 
 use std::net::SocketAddr;
 
-use tools::message::{self, OffsetMsgId, sys_flag};
+use message::id::{self, OffsetMsgId};
+use message::record::{self, sys_flag};
+use tools::stored;
 
 /// Hex lines of a fixture, comments (`#`) and blank lines skipped.
 fn load(name: &str) -> Vec<u8> {
@@ -20,13 +22,13 @@ fn load(name: &str) -> Vec<u8> {
         .map(str::trim)
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
         .collect();
-    message::id::parse_hex(&hex).unwrap()
+    id::parse_hex(&hex).unwrap()
 }
 
 #[test]
 fn apache_533_pull_body() {
     let body = load("apache-5.3.3-pull.hex");
-    let msgs = message::decode_all(&body).unwrap();
+    let msgs = stored::decode_all(&body).unwrap();
     assert_eq!(msgs.len(), 4);
     let store: SocketAddr = "127.0.0.1:20911".parse().unwrap();
     for (i, m) in msgs.iter().enumerate() {
@@ -34,14 +36,14 @@ fn apache_533_pull_body() {
         assert_eq!(m.queue_id, 0);
         assert_eq!(m.queue_offset, i64::try_from(i).unwrap());
         assert_eq!(m.store_host, store);
-        assert_eq!(m.magic, store::record::MESSAGE_MAGIC_CODE);
+        assert_eq!(m.magic, record::MESSAGE_MAGIC_CODE);
         assert_eq!(m.properties.get("CLUSTER"), Some("BenchCluster"));
         // The broker adds these to every message it stores (5.3.3).
         assert_eq!(m.properties.get("MSG_REGION"), Some("DefaultRegion"));
         assert_eq!(m.properties.get("TRACE_ON"), Some("true"));
         // The offset id is the store host and the CommitLog offset.
         let id = OffsetMsgId::decode(&m.offset_msg_id()).unwrap();
-        assert_eq!((id.addr, id.offset), (store, m.commit_log_offset));
+        assert_eq!((id.addr, id.offset as i64), (store, m.commit_log_offset));
         // Body CRC as stored: CRC32 of the stored (compressed) bytes, 31 bits.
         assert!(m.body_crc >= 0);
         assert!(m.born_timestamp <= m.store_timestamp);
@@ -81,7 +83,7 @@ fn apache_533_pull_body() {
 
     // The lightweight scan agrees with the full decode.
     let mut records = Vec::new();
-    message::scan_records(&body, &mut records).unwrap();
+    stored::scan_records(&body, &mut records).unwrap();
     let scanned: Vec<(i64, usize)> = records
         .iter()
         .map(|(born, body)| (*born, body.len()))
@@ -110,6 +112,6 @@ fn crc32(bytes: &[u8]) -> u32 {
 fn truncated_fixture_is_an_error_not_a_panic() {
     let body = load("apache-5.3.3-pull.hex");
     for cut in [1, 50, 246, 248, body.len() - 1] {
-        assert!(message::decode_all(&body[..cut]).is_err(), "cut at {cut}");
+        assert!(stored::decode_all(&body[..cut]).is_err(), "cut at {cut}");
     }
 }

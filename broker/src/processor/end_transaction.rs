@@ -12,18 +12,21 @@
 //! FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE). The op record follows the commit in the
 //! log, so it can never survive a crash or a failover that the commit did not.
 
+use message::id::OffsetMsgId;
+use message::properties;
+use message::properties::keys::{PGROUP, REAL_QID, REAL_TOPIC, TRAN_MSG, TRANSACTION_CHECK_TIMES};
+use message::record::{self, Record, StoredMessage, sys_flag};
 use remoting::protocol::broker::{
     EndTransactionRequestHeader, ResumeCheckHalfMessageRequestHeader,
 };
 use remoting::server::Reply;
 use remoting::{Channel, RemotingCommand, ResponseCode};
-use store::record::{self, Record, StoredMessage, sys_flag};
 use store::{PhyOffset, PutMessageStatus, PutResult};
 use tracing::{debug, info};
 
 use super::{Refusal, success};
 use crate::broker::Broker;
-use crate::message::{self, PGROUP, REAL_QID, REAL_TOPIC, TRAN_MSG, TRANSACTION_CHECK_TIMES};
+use crate::properties::SendFlags;
 use crate::transaction::{self, RealQueue};
 
 /// Handles one END_TRANSACTION; no response when RocketMQ sends none (unknown state).
@@ -99,11 +102,11 @@ fn end(
             .ok_or_else(|| Refusal::system("the prepared message has no REAL_TOPIC / REAL_QID"))?;
         let mut msg =
             transaction::committed_message(&half, bytes.slice_ref(half.body), props.clone(), real);
-        let delay = message::SendFlags::scan(&props).delay_level;
+        let delay = SendFlags::scan(&props).delay_level;
         if delay > 0 {
             // RocketMQ's store parks a COMMIT message that has a delay level like any
             // other; the property map it re-encodes then has lost TRAN_MSG and REAL_*.
-            let cleared = message::without(&props, &[TRAN_MSG, REAL_TOPIC, REAL_QID]);
+            let cleared = properties::without(&props, &[TRAN_MSG, REAL_TOPIC, REAL_QID]);
             (msg.topic, msg.queue_id, msg.properties) =
                 super::send::delay_rewrite(broker, real.topic, real.queue_id, &cleared, delay);
         }
@@ -121,7 +124,7 @@ fn check_half(
     header: &EndTransactionRequestHeader,
 ) -> Result<(), Refusal> {
     let props = half.properties_str();
-    if message::get(&props, PGROUP) != Some(header.producer_group.as_str()) {
+    if properties::get(&props, PGROUP) != Some(header.producer_group.as_str()) {
         return Err(Refusal::system("The producer group wrong"));
     }
     if i64::try_from(half.queue_offset).ok() != Some(header.tran_state_table_offset) {
@@ -214,11 +217,12 @@ fn resume(broker: &Broker, request: &RemotingCommand) -> Result<PutResult, Refus
             "Exception was thrown when putting message back to RMQ_SYS_TRANS_HALF_TOPIC.",
         )
     };
-    let (_, phy) = header
+    let phy = header
         .msg_id
         .as_deref()
-        .and_then(record::parse_offset_msg_id)
-        .ok_or_else(unreadable)?;
+        .and_then(|id| OffsetMsgId::decode(id).ok())
+        .ok_or_else(unreadable)?
+        .offset;
     let bytes = broker
         .store
         .look_message_by_offset(phy)
@@ -226,7 +230,7 @@ fn resume(broker: &Broker, request: &RemotingCommand) -> Result<PutResult, Refus
     let Ok(Some(Record::Message(msg))) = record::decode(&bytes) else {
         return Err(unreadable());
     };
-    let props = message::set(&msg.properties_str(), &[(TRANSACTION_CHECK_TIMES, "0")]);
+    let props = properties::set(&msg.properties_str(), &[(TRANSACTION_CHECK_TIMES, "0")]);
     let half = transaction::resumed_half(&msg, bytes.slice_ref(msg.body), props);
     let result = broker.store.put_message(&half);
     broker.stats.record_put(&half.topic, &result);
@@ -239,7 +243,7 @@ fn resume(broker: &Broker, request: &RemotingCommand) -> Result<PutResult, Refus
         ));
     }
     info!(
-        real_topic = message::get(&half.properties, REAL_TOPIC).unwrap_or("-"),
+        real_topic = properties::get(&half.properties, REAL_TOPIC).unwrap_or("-"),
         "message put back into the half queue"
     );
     Ok(result)

@@ -6,6 +6,9 @@
 //! The put is synchronous and short, so it runs in the connection's request task and
 //! keeps a connection's sends in order; waiting for durability is a future.
 
+use message::properties;
+use message::properties::keys::{CLUSTER, DELAY, MSG_REGION, REAL_QID, REAL_TOPIC, TRACE_ON};
+use message::record::sys_flag;
 use remoting::protocol::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
 };
@@ -13,13 +16,12 @@ use remoting::protocol::constants::{perm, system, validate_topic, version};
 use remoting::protocol::topic::{TopicConfig, TopicFilterType};
 use remoting::server::Reply;
 use remoting::{Channel, RemotingCommand, RequestCode, ResponseCode};
-use store::record::sys_flag;
 use store::{MessageBatch, MessageInner, PutMessageStatus, PutResult};
 use tracing::debug;
 
 use super::{Refusal, respond};
 use crate::broker::Broker;
-use crate::message::{self, CLUSTER, DELAY, REAL_QID, REAL_TOPIC};
+use crate::properties::SendFlags;
 use crate::transaction;
 
 /// Queues of a DLQ topic (`DLQ_NUMS_PER_GROUP`).
@@ -49,7 +51,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
     };
     let batch =
         request.code() == RequestCode::SendBatchMessage.code() || header.batch == Some(true);
-    let flags = message::SendFlags::scan(header.properties.as_deref().unwrap_or(""));
+    let flags = SendFlags::scan(header.properties.as_deref().unwrap_or(""));
     let prepared = match prepare(broker, channel, request, &header, &flags, batch) {
         Ok(p) => p,
         Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
@@ -128,11 +130,11 @@ fn send_response_extras(broker: &Broker, mut response: RemotingCommand) -> Remot
     response
         .header
         .ext_fields
-        .insert(message::MSG_REGION, config.region_id.clone());
+        .insert(MSG_REGION, config.region_id.clone());
     response
         .header
         .ext_fields
-        .insert(message::TRACE_ON, config.trace_on.to_string());
+        .insert(TRACE_ON, config.trace_on.to_string());
     response
 }
 
@@ -141,7 +143,7 @@ fn prepare(
     channel: &Channel,
     request: &RemotingCommand,
     header: &SendMessageRequestHeader,
-    flags: &message::SendFlags<'_>,
+    flags: &SendFlags<'_>,
     batch: bool,
 ) -> Result<Prepared, Refusal> {
     let topic_config = check(broker, channel, header)?;
@@ -156,11 +158,11 @@ fn prepare(
     let props = {
         let config = broker.config();
         let trace = if config.trace_on { "true" } else { "false" };
-        message::set(
+        properties::set(
             header.properties.as_deref().unwrap_or(""),
             &[
-                (message::MSG_REGION, config.region_id.as_str()),
-                (message::TRACE_ON, trace),
+                (MSG_REGION, config.region_id.as_str()),
+                (TRACE_ON, trace),
                 (CLUSTER, config.broker_cluster_name.as_str()),
             ],
         )
@@ -273,7 +275,7 @@ pub fn delay_rewrite(
 ) -> (String, i32, String) {
     let max_level = i32::try_from(broker.store.delay_levels().len()).unwrap_or(i32::MAX);
     let level = level.clamp(1, max_level);
-    let props = message::set(
+    let props = properties::set(
         properties,
         &[
             (REAL_TOPIC, topic),

@@ -3,17 +3,19 @@
 //! after 10 s), or in `%DLQ%<group>` once it has been retried `maxReconsumeTimes`
 //! times (or the client asked with delayLevel < 0).
 
+use message::id::OffsetMsgId;
+use message::properties;
+use message::properties::keys::{DELAY, ORIGIN_MESSAGE_ID, RETRY_TOPIC, WAIT};
+use message::record::{self, Record};
 use remoting::protocol::broker::ConsumerSendMsgBackRequestHeader;
 use remoting::protocol::constants::{perm, system, topic_sys_flag, version};
 use remoting::server::Reply;
 use remoting::{RemotingCommand, ResponseCode};
-use store::record::{self, Record};
 use store::{MessageInner, PutMessageStatus};
 
 use super::send::{DLQ_NUMS_PER_GROUP, delay_rewrite, random_queue};
 use super::{Refusal, success};
 use crate::broker::Broker;
-use crate::message::{self, ORIGIN_MESSAGE_ID, RETRY_TOPIC, WAIT};
 
 const FAQ_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
 
@@ -100,10 +102,10 @@ fn prepare(broker: &Broker, request: &RemotingCommand) -> Result<Option<MessageI
     };
     let original_props = original.properties_str().into_owned();
     let mut props = original_props.clone();
-    if message::get(&props, RETRY_TOPIC).is_none() {
-        props = message::set(&props, &[(RETRY_TOPIC, original.topic)]);
+    if properties::get(&props, RETRY_TOPIC).is_none() {
+        props = properties::set(&props, &[(RETRY_TOPIC, original.topic)]);
     }
-    props = message::set(&props, &[(WAIT, "false")]);
+    props = properties::set(&props, &[(WAIT, "false")]);
     let max_reconsume = if request.header.version >= version::V3_4_9 {
         h.max_reconsume_times.unwrap_or(group.retry_max_times)
     } else {
@@ -118,13 +120,17 @@ fn prepare(broker: &Broker, request: &RemotingCommand) -> Result<Option<MessageI
             .create_in_send_back(&topic, DLQ_NUMS_PER_GROUP, perm::READ | perm::WRITE, 0);
         delay = 0;
         // As RocketMQ: the dead letter carries delay level 0.
-        props = message::set(&props, &[(message::DELAY, "0")]);
+        props = properties::set(&props, &[(DELAY, "0")]);
     } else if delay == 0 {
         delay = 3 + original.reconsume_times;
     }
-    if message::get(&props, ORIGIN_MESSAGE_ID).is_none_or(str::is_empty) {
-        let origin = record::offset_msg_id(&original.store_host, original.physical_offset);
-        props = message::set(&props, &[(ORIGIN_MESSAGE_ID, &origin)]);
+    if properties::get(&props, ORIGIN_MESSAGE_ID).is_none_or(str::is_empty) {
+        let origin = OffsetMsgId {
+            addr: original.store_host,
+            offset: original.physical_offset,
+        }
+        .encode();
+        props = properties::set(&props, &[(ORIGIN_MESSAGE_ID, &origin)]);
     }
     if delay > 0 {
         (topic, queue_id, props) = delay_rewrite(broker, &topic, queue_id, &props, delay);

@@ -32,19 +32,20 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
+use message::properties;
+use message::properties::keys::{
+    CHECK_IMMUNITY_TIME_IN_SECONDS, PGROUP, REAL_TOPIC, TRAN_PREPARED_QUEUE_OFFSET,
+    TRANSACTION_CHECK_TIMES, UNIQ_KEY,
+};
+use message::record::{self, Record, StoredMessage};
 use parking_lot::Mutex;
 use remoting::protocol::broker::CheckTransactionStateRequestHeader;
 use remoting::protocol::constants::{perm, system};
 use remoting::{RemotingCommand, RequestCode};
-use store::record::{self, Record, StoredMessage};
 use tracing::{debug, error, info, warn};
 
 use super::{CID_SYS_RMQ_TRANS, RealQueue, Renewed};
 use crate::broker::Broker;
-use crate::message::{
-    self, CHECK_IMMUNITY_TIME_IN_SECONDS, PGROUP, TRAN_PREPARED_QUEUE_OFFSET,
-    TRANSACTION_CHECK_TIMES, UNIQ_KEY,
-};
 use crate::service_switch::ServiceSwitch;
 
 /// Longest one queue is scanned in a round (`MAX_PROCESS_TIME_LIMIT`).
@@ -330,9 +331,9 @@ impl<'a> QueueCheck<'a> {
         let now = crate::clock::now_ms();
         let mut props = half.properties_str().into_owned();
         // RocketMQ's needDiscard, which also counts this check in the properties.
-        let discard = match message::get(&props, TRANSACTION_CHECK_TIMES) {
+        let discard = match properties::get(&props, TRANSACTION_CHECK_TIMES) {
             None => {
-                props = message::set(&props, &[(TRANSACTION_CHECK_TIMES, "1")]);
+                props = properties::set(&props, &[(TRANSACTION_CHECK_TIMES, "1")]);
                 false
             }
             Some(times) => {
@@ -340,7 +341,7 @@ impl<'a> QueueCheck<'a> {
                 if times >= self.check_max {
                     true
                 } else {
-                    props = message::set(
+                    props = properties::set(
                         &props,
                         &[(TRANSACTION_CHECK_TIMES, &(times + 1).to_string())],
                     );
@@ -364,7 +365,7 @@ impl<'a> QueueCheck<'a> {
         }
         let age = now - half.born_timestamp;
         let mut immunity = self.timeout;
-        if let Some(seconds) = message::get(&props, CHECK_IMMUNITY_TIME_IN_SECONDS) {
+        if let Some(seconds) = properties::get(&props, CHECK_IMMUNITY_TIME_IN_SECONDS) {
             immunity = immunity_ms(seconds, self.timeout);
             if age < immunity && self.immune(half, bytes, &props, report) {
                 return Verdict::Next;
@@ -419,7 +420,7 @@ impl<'a> QueueCheck<'a> {
         props: &str,
         report: &mut CheckReport,
     ) -> bool {
-        let original = match message::get(props, TRAN_PREPARED_QUEUE_OFFSET) {
+        let original = match properties::get(props, TRAN_PREPARED_QUEUE_OFFSET) {
             None => None,
             Some(v) => match v.trim().parse::<i64>() {
                 Ok(o) if o >= 0 => u64::try_from(o).ok(),
@@ -434,7 +435,7 @@ impl<'a> QueueCheck<'a> {
             }
         }
         let original = original.unwrap_or(half.queue_offset).to_string();
-        let props = message::set(props, &[(TRAN_PREPARED_QUEUE_OFFSET, &original)]);
+        let props = properties::set(props, &[(TRAN_PREPARED_QUEUE_OFFSET, &original)]);
         let copy = super::renewed_half(half, bytes.slice_ref(half.body), props);
         if self
             .put_durably(&copy, "an immune half message put back")
@@ -468,7 +469,7 @@ impl<'a> QueueCheck<'a> {
         real: RealQueue<'_>,
         renewed: &Renewed,
     ) -> bool {
-        let Some(group) = message::get(props, PGROUP) else {
+        let Some(group) = properties::get(props, PGROUP) else {
             warn!(
                 offset = renewed.queue_offset,
                 "half message without PGROUP; nobody to ask"
@@ -489,7 +490,7 @@ impl<'a> QueueCheck<'a> {
             );
             return false;
         };
-        let uniq = message::get(props, UNIQ_KEY).map(str::to_owned);
+        let uniq = properties::get(props, UNIQ_KEY).map(str::to_owned);
         let header = CheckTransactionStateRequestHeader {
             topic: Some(real.topic.to_owned()),
             tran_state_table_offset: i64::try_from(renewed.queue_offset).unwrap_or(i64::MAX),
@@ -513,7 +514,7 @@ impl<'a> QueueCheck<'a> {
     fn discard(&self, half: &StoredMessage<'_>, bytes: &Bytes, props: String) -> bool {
         warn!(
             offset = half.queue_offset,
-            real_topic = message::get(&props, crate::message::REAL_TOPIC).unwrap_or("-"),
+            real_topic = properties::get(&props, REAL_TOPIC).unwrap_or("-"),
             "half message checked too often or too old; moving it to TRANS_CHECK_MAX_TIME_TOPIC"
         );
         self.broker.topics.create_in_send_back(

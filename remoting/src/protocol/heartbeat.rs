@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
+use message::tags;
 use serde::de::{self, Deserializer, Visitor};
 use serde::{Deserialize, Serialize, Serializer};
 
@@ -206,7 +207,7 @@ pub struct SubscriptionData {
     /// Tags.
     #[serde(default)]
     pub tags_set: BTreeSet<String>,
-    /// Java `String.hashCode()` of each tag.
+    /// Java `String.hashCode()` of each tag ([`message::tags::hash_code`]).
     #[serde(default)]
     pub code_set: BTreeSet<i32>,
     /// Version (a timestamp); newer subscriptions replace older ones.
@@ -247,7 +248,7 @@ impl SubscriptionData {
             .filter(|t| !t.is_empty())
         {
             data.tags_set.insert(tag.to_owned());
-            data.code_set.insert(java_string_hash(tag));
+            data.code_set.insert(tags::hash_code(tag));
         }
         data
     }
@@ -257,14 +258,6 @@ impl SubscriptionData {
     pub fn is_sub_all(&self) -> bool {
         self.sub_string == SUB_ALL || self.sub_string.trim().is_empty()
     }
-}
-
-/// Java's `String.hashCode()` over UTF-16 code units (tags codes, index keys).
-#[must_use]
-pub fn java_string_hash(s: &str) -> i32 {
-    s.encode_utf16().fold(0i32, |h, unit| {
-        h.wrapping_mul(31).wrapping_add(i32::from(unit))
-    })
 }
 
 /// A producer group of a client.
@@ -399,14 +392,6 @@ mod tests {
     use crate::fastjson;
 
     #[test]
-    fn java_hash_matches_string_hash_code() {
-        // Values of Java's "TagA".hashCode() etc.
-        assert_eq!(java_string_hash("TagA"), 2_598_919);
-        assert_eq!(java_string_hash(""), 0);
-        assert_eq!(java_string_hash("ééé"), 231_369);
-    }
-
-    #[test]
     fn parses_cpp_and_java_heartbeats() {
         let cpp = br#"{"clientID":"30664-127.0.0.1@DEFAULT","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,"groupName":"g_stub","messageModel":1,"subscriptionDataSet":[{"subString":"*","subVersion":"1795955673742","topic":"%RETRY%g_stub"},{"subString":"*","subVersion":"1795955673742","topic":"PeerTopic"}]}]}
 "#;
@@ -439,7 +424,7 @@ mod tests {
     fn tag_expressions() {
         let s = SubscriptionData::build_tag("T", " A || B ||", 1);
         assert_eq!(s.tags_set.len(), 2);
-        assert!(s.code_set.contains(&java_string_hash("B")));
+        assert!(s.code_set.contains(&tags::hash_code("B")));
         assert!(SubscriptionData::build_tag("T", "", 1).is_sub_all());
     }
 }

@@ -4,8 +4,7 @@ use std::fmt;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-
-use crate::record;
+use message::id::OffsetMsgId;
 
 /// A CommitLog byte offset.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -130,11 +129,21 @@ impl AppendResult {
     #[must_use]
     pub fn msg_id(&self) -> String {
         if self.record_offsets.is_empty() {
-            return record::offset_msg_id(&self.store_host, self.wrote_offset.0);
+            return OffsetMsgId {
+                addr: self.store_host,
+                offset: self.wrote_offset.0,
+            }
+            .encode();
         }
         self.record_offsets
             .iter()
-            .map(|o| record::offset_msg_id(&self.store_host, o.0))
+            .map(|o| {
+                OffsetMsgId {
+                    addr: self.store_host,
+                    offset: o.0,
+                }
+                .encode()
+            })
             .collect::<Vec<_>>()
             .join(",")
     }
@@ -161,7 +170,7 @@ impl PutResult {
 /// A record or the end-of-file marker read by offset.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum RecordAt {
-    /// The whole record, a slice of the mapping (decode with [`record::decode`]).
+    /// The whole record, a slice of the mapping (decode with [`message::record::decode`]).
     Message(Bytes),
     /// The BLANK marker: the log continues at `next`.
     EndOfFile {

@@ -7,11 +7,12 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 use bytes::Bytes;
+use message::properties::{self, keys};
+use message::record::{self, Record};
 
 use super::MessageStore;
 use crate::commit_log::{PhyOffset, RecordAt};
 use crate::consume_queue::{BoundaryType, CQ_STORE_UNIT_SIZE, CqSlot, CqUnit, decode};
-use crate::record::{self, Record, properties};
 
 /// Outcome of a pull (RocketMQ `GetMessageStatus`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -457,8 +458,8 @@ impl MessageStore {
                     last = m.store_timestamp;
                 }
                 let props = String::from_utf8_lossy(m.properties);
-                let has_key = properties::get(&props, properties::UNIQ_KEY) == Some(key)
-                    || properties::get(&props, properties::KEYS)
+                let has_key = properties::get(&props, keys::UNIQ_KEY) == Some(key)
+                    || properties::get(&props, keys::KEYS)
                         .is_some_and(|ks| ks.split(' ').any(|k| k == key));
                 if m.topic == topic && has_key {
                     out.messages.push(b.clone());

@@ -5,7 +5,8 @@
 use std::net::SocketAddr;
 use std::path::Path;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use message::batch::BatchEntry;
 use store::{FlushDiskType, MessageBatch, MessageInner, StoreConfig};
 
 /// A small-file config rooted at `root`.
@@ -43,8 +44,23 @@ pub fn msg(topic: &str, queue_id: i32, body: impl Into<Bytes>) -> MessageInner {
     }
 }
 
+/// A client batch body of `(flag, body, properties)` entries.
+pub fn batch_body<'a>(entries: impl IntoIterator<Item = (i32, &'a [u8], &'a str)>) -> Vec<u8> {
+    let entries: Vec<BatchEntry<'_>> = entries
+        .into_iter()
+        .map(|(flag, body, properties)| BatchEntry {
+            flag,
+            body,
+            properties,
+        })
+        .collect();
+    let mut buf = BytesMut::new();
+    message::batch::encode(&entries, &mut buf).expect("a test batch encodes");
+    buf.to_vec()
+}
+
 pub fn batch(topic: &str, queue_id: i32, bodies: &[&[u8]]) -> MessageBatch {
-    let body = store::message::encode_batch_body(bodies.iter().map(|b| (0, *b, "UNIQ_KEY\u{1}u")));
+    let body = batch_body(bodies.iter().map(|b| (0, *b, "UNIQ_KEY\u{1}u")));
     MessageBatch {
         topic: topic.to_owned(),
         queue_id,
@@ -112,7 +128,7 @@ pub fn keyed(
     if !uniq.is_empty() {
         pairs.push(("UNIQ_KEY", uniq));
     }
-    m.properties = store::record::properties::build(pairs);
+    m.properties = message::properties::build(pairs);
     m
 }
 

@@ -11,7 +11,7 @@ use remoting::protocol::route::ClusterInfo;
 use super::{Common, Ctx, Tally, Target, warn};
 use crate::admin::{all_addrs, cluster_broker_names, master_addrs};
 use crate::error::{Result, ToolsError};
-use crate::message::id::now_millis;
+use crate::time::now_millis;
 
 /// `clusterList`.
 #[derive(Debug, Args)]

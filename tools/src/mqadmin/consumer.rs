@@ -17,7 +17,7 @@ use super::{Common, Ctx, Tally, Target, java_bool};
 use crate::admin::{master_addrs, select_addr};
 use crate::client::{Client, parse_body};
 use crate::error::{Result, ToolsError};
-use crate::message::id::now_millis;
+use crate::time::now_millis;
 use crate::time::{human_seconds, parse_timestamp_arg};
 
 /// `updateSubGroup`.

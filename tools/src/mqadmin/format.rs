@@ -9,7 +9,7 @@ use remoting::protocol::route::TopicRouteData;
 use remoting::protocol::subscription::SubscriptionGroupConfig;
 use remoting::protocol::topic::TopicConfig;
 
-use crate::message::StoredMessage;
+use crate::stored::StoredMessage;
 use crate::time::human_millis;
 
 /// `UtilAll.frontStringAtLeast`: the first `size` chars (Java pads with the format).
@@ -245,7 +245,7 @@ mod tests {
 
     #[test]
     fn message_view() {
-        let msg = crate::message::test_util::sample();
+        let msg = crate::stored::test_util::sample();
         let mut out = Vec::new();
         print_message(&mut out, &msg, "/tmp/x", true).unwrap();
         let text = String::from_utf8(out).unwrap();

@@ -5,6 +5,7 @@ use std::collections::BTreeSet;
 
 use bytes::Bytes;
 use clap::Args;
+use message::id::OffsetMsgId;
 use remoting::protocol::broker::{PullMessageRequestHeader, QueryMessageRequestHeader};
 use remoting::protocol::constants::system::TOOLS_CONSUMER_GROUP;
 use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SUB_ALL};
@@ -14,10 +15,11 @@ use super::{Common, Ctx};
 use crate::admin::{route_addr, select_addr};
 use crate::client::{Client, PullStatus, pull_flag};
 use crate::error::{Result, ToolsError};
-use crate::message::id::now_millis;
-use crate::message::{OffsetMsgId, StoredMessage, UniqIdGenerator};
 use crate::publish::{PublishQueue, message_properties, publish_queues, send_header};
+use crate::stored::StoredMessage;
+use crate::time::now_millis;
 use crate::time::parse_timestamp_arg;
+use crate::uniq_id;
 
 /// Where Java's `queryMsgById` writes message bodies.
 pub const BODY_DIR: &str = "/tmp/rocketmq/msgbodys";
@@ -132,7 +134,8 @@ impl QueryMsgById {
                         .any(|b| b.broker_addrs.values().any(|a| *a == addr))
                 });
                 if known {
-                    match client.view_message(&addr, topic, oid.offset).await {
+                    // The offset is an int64 on the wire: the same eight bytes either way.
+                    match client.view_message(&addr, topic, oid.offset as i64).await {
                         Ok(m) => return Ok(m),
                         Err(e) => e,
                     }
@@ -395,8 +398,7 @@ impl SendMessage {
         let topic = self.topic.trim();
         let (queues, _) = publish_queues(&ctx.client, topic).await?;
         let queue = self.pick(&queues)?;
-        let ids = UniqIdGenerator::new();
-        let uniq = ids.next();
+        let uniq = uniq_id::local_generator().next_at(now_millis());
         let props = message_properties(
             self.tags.as_deref().map(str::trim),
             self.keys.as_deref().map(str::trim),

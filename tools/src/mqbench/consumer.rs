@@ -16,8 +16,8 @@ use super::{Run, parse_duration, report_progress, settings};
 use crate::admin::select_addr;
 use crate::client::{Client, DEFAULT_TIMEOUT, PullStatus, pull_flag};
 use crate::error::{Result, ToolsError};
-use crate::message::id::now_millis;
-use crate::message::scan_records;
+use crate::stored::scan_records;
+use crate::time::now_millis;
 
 /// Where a queue's consumption starts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]

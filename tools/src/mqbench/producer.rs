@@ -7,6 +7,8 @@ use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use clap::{Args, ValueEnum};
+use message::batch::BatchEntry;
+use message::id::UniqIdGenerator;
 use remoting::client::ClientConfig as RemotingConfig;
 use remoting::{RemotingClient, RemotingError};
 use tokio::sync::Semaphore;
@@ -15,12 +17,11 @@ use super::stats::{Recorder, Summary};
 use super::{Run, parse_duration, report_progress, settings};
 use crate::client::{Client, DEFAULT_TIMEOUT};
 use crate::error::{Result, ToolsError};
-use crate::message::UniqIdGenerator;
-use crate::message::batch::{BatchEntry, encode_batch};
-use crate::message::id::now_millis;
 use crate::publish::{
     PublishQueue, batch_header_properties, message_properties, publish_queues, send_header,
 };
+use crate::time::now_millis;
+use crate::uniq_id;
 
 /// How requests are sent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -166,15 +167,19 @@ impl Worker {
                 false,
             ));
         }
-        let entries: Vec<BatchEntry> = (0..a.batch)
-            .map(|_| BatchEntry {
+        let properties: Vec<String> = (0..a.batch)
+            .map(|_| message_properties(a.tag.as_deref(), None, &self.ids.next_at(now)).encode())
+            .collect();
+        let entries: Vec<BatchEntry<'_>> = properties
+            .iter()
+            .map(|p| BatchEntry {
                 flag: 0,
-                body: self.body.to_vec(),
-                properties: message_properties(a.tag.as_deref(), None, &self.ids.next_at(now)),
+                body: &self.body[..],
+                properties: p,
             })
             .collect();
         let mut buf = BytesMut::new();
-        encode_batch(&entries, &mut buf)?;
+        message::batch::encode(&entries, &mut buf)?;
         let props = batch_header_properties();
         Ok((
             send_header(&a.group, topic, queue, &props, now, true),
@@ -356,7 +361,7 @@ pub async fn run(
         threads: args.threads,
     });
     let run = Arc::new(Run::default());
-    let ids = Arc::new(UniqIdGenerator::new());
+    let ids = Arc::new(uniq_id::local_generator());
     let body = Bytes::from(vec![b'x'; args.size]);
     let _ = writeln!(
         err.lock(),

@@ -1,62 +1,23 @@
-//! Messages as tools see them: the stored messages of pull, QUERY_MESSAGE and
-//! VIEW_MESSAGE_BY_ID bodies, properties, message ids and the client batch body.
+//! The stored messages of pull, QUERY_MESSAGE and VIEW_MESSAGE_BY_ID bodies, as tools
+//! show them.
 //!
-//! Records are decoded by the store's codec ([`store::record::decode`], whose
-//! `RecordFields` documents the byte layout); this module adds what a client-side reader
-//! needs on top: an owned [`StoredMessage`] with the body inflated (zlib when sysFlag
-//! 0x1 and compression type 0 or 3; LZ4 and ZSTD are flagged, not decompressed), the
+//! Records are decoded by the `message` crate's codec ([`message::record::decode`],
+//! whose `RecordFields` documents the byte layout); this module adds what a client-side
+//! reader needs on top: an owned [`StoredMessage`] with the body inflated (zlib when
+//! sysFlag 0x1 and compression type 0 or 3; LZ4 and ZSTD are flagged, not
+//! decompressed; inflating needs `flate2`, which the sans-io crate does not take), the
 //! [`Properties`] map, and errors that say which record of the body failed. Decoding is
 //! total: any byte string gives either messages or a [`DecodeError`], never a panic
 //! (proptested).
-
-pub mod batch;
-pub mod id;
-pub mod properties;
 
 use std::io::Read;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use store::record::{self, Record, RecordError};
+use message::id::OffsetMsgId;
+use message::properties::Properties;
+use message::record::{self, Compression, Record, RecordError, sys_flag};
 use thiserror::Error;
-
-pub use id::{OffsetMsgId, UniqIdGenerator};
-pub use properties::Properties;
-
-/// Bits of the message sysFlag (`MessageSysFlag`, the store's), plus the compression
-/// type a reader needs. Not the pull sysFlag.
-pub mod sys_flag {
-    pub use store::record::sys_flag::*;
-
-    /// Compression type bits (8..=10).
-    pub const COMPRESSION_TYPE_MASK: i32 = 0x700;
-}
-
-/// How a body is compressed (sysFlag bits 8..=10).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Compression {
-    /// zlib (type 3, or 0 for old producers).
-    Zlib,
-    /// LZ4 (type 1): not decompressed by this tool.
-    Lz4,
-    /// Zstandard (type 2): not decompressed by this tool.
-    Zstd,
-    /// Any other value.
-    Unknown(i32),
-}
-
-impl Compression {
-    /// The compression a compressed message's sysFlag names.
-    #[must_use]
-    pub fn from_sys_flag(sys_flag: i32) -> Self {
-        match (sys_flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 {
-            0 | 3 => Compression::Zlib,
-            1 => Compression::Lz4,
-            2 => Compression::Zstd,
-            other => Compression::Unknown(other),
-        }
-    }
-}
 
 /// A pull / query / view body that does not decode into messages. `offset` is where
 /// the failing record starts in the body.
@@ -76,7 +37,7 @@ pub enum DecodeError {
     Record {
         /// Start of the record.
         offset: usize,
-        /// What the store's decoder found wrong.
+        /// What the record decoder found wrong.
         source: RecordError,
     },
     /// A CommitLog end-of-file marker where a message should be.
@@ -137,7 +98,7 @@ pub struct StoredMessage {
 }
 
 impl StoredMessage {
-    /// The owned view of a record the store's codec decoded at byte `at` of a body.
+    /// The owned view of a record the codec decoded at byte `at` of a body.
     ///
     /// # Errors
     /// [`DecodeError::PropertiesNotUtf8`].
@@ -172,9 +133,10 @@ impl StoredMessage {
     /// The offset msg id (store host + CommitLog offset).
     #[must_use]
     pub fn offset_msg_id(&self) -> String {
+        // The offset is an int64 on the wire: the same eight bytes either way.
         OffsetMsgId {
             addr: self.store_host,
-            offset: self.commit_log_offset,
+            offset: self.commit_log_offset as u64,
         }
         .encode()
     }
@@ -303,7 +265,7 @@ fn inflate(raw: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 pub(crate) mod test_util {
-    //! Stored records for tests, written by the store's encoder.
+    //! Stored records for tests, written by the record encoder.
     use super::*;
 
     /// Encodes `m` as a broker would store it (body, CRC and magic as given; the magic

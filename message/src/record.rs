@@ -1,6 +1,7 @@
-//! Sans-io codec of RocketMQ's stored-message record (the CommitLog format, also the
-//! payload of pull/query responses), the BLANK end-of-file marker, the properties
-//! string and the offset message id.
+//! The stored-message record: RocketMQ's CommitLog format, which is also the body of
+//! pull, query and view responses and of CHECK_TRANSACTION_STATE, so the store writes
+//! it, the broker re-encodes it and tools read it, all through this one codec. Also the
+//! BLANK end-of-file marker, the `MessageSysFlag` bits and the body CRC.
 //!
 //! No file, socket or clock in here: [`encode`] writes into a caller-owned `&mut [u8]`
 //! of exactly [`record_len`] bytes (the put path hands it a slice of the mapping, so
@@ -39,7 +40,7 @@ pub const MAX_PROPERTIES_LEN: usize = i16::MAX as usize;
 /// (IPv4 hosts, v1 topic length): 91.
 pub const FIXED_LEN_V4: usize = 91;
 
-/// `MessageSysFlag` bits the store looks at.
+/// `MessageSysFlag` bits.
 pub mod sys_flag {
     /// Body compressed.
     pub const COMPRESSED: i32 = 0x1;
@@ -59,6 +60,8 @@ pub mod sys_flag {
     pub const BORNHOST_V6: i32 = 0x10;
     /// STOREHOSTADDRESS is IPv6.
     pub const STOREHOSTADDRESS_V6: i32 = 0x20;
+    /// Compression type of a [`COMPRESSED`] body (bits 8..=10, see [`super::Compression`]).
+    pub const COMPRESSION_TYPE_MASK: i32 = 0x700;
 
     /// The transaction type bits of `flag`.
     #[must_use]
@@ -82,6 +85,33 @@ pub mod sys_flag {
             f |= STOREHOSTADDRESS_V6;
         }
         f
+    }
+}
+
+/// How a body is compressed (`MessageSysFlag.getCompressionType`, bits 8..=10 of a
+/// sysFlag with [`sys_flag::COMPRESSED`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compression {
+    /// zlib (type 3, or 0 for old producers).
+    Zlib,
+    /// LZ4 (type 1).
+    Lz4,
+    /// Zstandard (type 2).
+    Zstd,
+    /// Any other value.
+    Unknown(i32),
+}
+
+impl Compression {
+    /// The compression a compressed message's sysFlag names.
+    #[must_use]
+    pub fn from_sys_flag(sys_flag: i32) -> Self {
+        match (sys_flag & sys_flag::COMPRESSION_TYPE_MASK) >> 8 {
+            0 | 3 => Compression::Zlib,
+            1 => Compression::Lz4,
+            2 => Compression::Zstd,
+            other => Compression::Unknown(other),
+        }
     }
 }
 
@@ -386,11 +416,34 @@ pub struct StoredMessage<'a> {
     pub body: &'a [u8],
     /// TOPIC.
     pub topic: &'a str,
-    /// PROPERTIES (raw; see [`properties`]).
+    /// PROPERTIES (raw; see [`crate::properties`]).
     pub properties: &'a [u8],
 }
 
-impl StoredMessage<'_> {
+impl<'a> StoredMessage<'a> {
+    /// The fields to encode this record again; change some with struct update syntax
+    /// (a decoded sysFlag's host bits always match its addresses).
+    #[must_use]
+    pub fn fields(&self) -> RecordFields<'a> {
+        RecordFields {
+            body_crc: self.body_crc,
+            queue_id: self.queue_id,
+            flag: self.flag,
+            queue_offset: self.queue_offset,
+            physical_offset: self.physical_offset,
+            sys_flag: self.sys_flag,
+            born_timestamp: self.born_timestamp,
+            born_host: self.born_host,
+            store_timestamp: self.store_timestamp,
+            store_host: self.store_host,
+            reconsume_times: self.reconsume_times,
+            prepared_transaction_offset: self.prepared_transaction_offset,
+            body: self.body,
+            topic: self.topic.as_bytes(),
+            properties: [self.properties, &[], &[]],
+        }
+    }
+
     /// Whether BODYCRC matches the body.
     ///
     /// # Errors
@@ -584,118 +637,6 @@ pub fn peek_store_timestamp(buf: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(buf.get(pos..pos + 8)?.try_into().ok()?))
 }
 
-/// Helpers for RocketMQ's properties string: `key\x01value\x02key\x01value`.
-pub mod properties {
-    /// Separates a name from its value (`NAME_VALUE_SEPARATOR`, char 1).
-    pub const NAME_VALUE_SEPARATOR: char = '\u{1}';
-    /// Separates entries (`PROPERTY_SEPARATOR`, char 2).
-    pub const PROPERTY_SEPARATOR: char = '\u{2}';
-
-    /// `TAGS`.
-    pub const TAGS: &str = "TAGS";
-    /// `KEYS`.
-    pub const KEYS: &str = "KEYS";
-    /// `UNIQ_KEY`.
-    pub const UNIQ_KEY: &str = "UNIQ_KEY";
-    /// `WAIT`.
-    pub const WAIT: &str = "WAIT";
-    /// `DELAY`.
-    pub const DELAY: &str = "DELAY";
-
-    /// The entries, as RocketMQ's parser sees them: entries without a separator, or
-    /// with an empty name or value, are skipped.
-    pub fn iter(props: &str) -> impl Iterator<Item = (&str, &str)> {
-        props.split(PROPERTY_SEPARATOR).filter_map(|kv| {
-            let idx = kv.find(NAME_VALUE_SEPARATOR)?;
-            (idx > 0 && idx + 1 < kv.len()).then(|| (&kv[..idx], &kv[idx + 1..]))
-        })
-    }
-
-    /// The value of `key` (the last one wins, as in a Java map).
-    #[must_use]
-    pub fn get<'a>(props: &'a str, key: &str) -> Option<&'a str> {
-        iter(props)
-            .filter(|(k, _)| *k == key)
-            .map(|(_, v)| v)
-            .last()
-    }
-
-    /// The values of several keys in one pass (the last one wins for each, as [`get`]).
-    #[must_use]
-    pub fn get_many<'a, const N: usize>(props: &'a str, keys: [&str; N]) -> [Option<&'a str>; N] {
-        let mut found = [None; N];
-        for (k, v) in iter(props) {
-            if let Some(i) = keys.iter().position(|key| *key == k) {
-                found[i] = Some(v);
-            }
-        }
-        found
-    }
-
-    /// Builds a properties string from pairs (no trailing separator).
-    #[must_use]
-    pub fn build<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
-        let mut s = String::new();
-        for (k, v) in pairs {
-            if !s.is_empty() {
-                s.push(PROPERTY_SEPARATOR);
-            }
-            s.push_str(k);
-            s.push(NAME_VALUE_SEPARATOR);
-            s.push_str(v);
-        }
-        s
-    }
-}
-
-/// The offset message id: uppercase hex of store host address (4 or 16 bytes), its
-/// port as i32 and the record's CommitLog offset as i64 (32 or 56 characters).
-#[must_use]
-pub fn offset_msg_id(store_host: &SocketAddr, offset: u64) -> String {
-    let mut bytes = Vec::with_capacity(28);
-    match store_host.ip() {
-        IpAddr::V4(ip) => bytes.extend_from_slice(&ip.octets()),
-        IpAddr::V6(ip) => bytes.extend_from_slice(&ip.octets()),
-    }
-    bytes.extend_from_slice(&i32::from(store_host.port()).to_be_bytes());
-    bytes.extend_from_slice(&offset.to_be_bytes());
-    // Every send answers with one of these: a table, not `format!` per byte.
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(char::from(HEX[usize::from(b >> 4)]));
-        s.push(char::from(HEX[usize::from(b & 0xF)]));
-    }
-    s
-}
-
-/// Parses an offset message id (32 or 56 hex digits, either case) back into store host
-/// and offset: the one decoder of this format ([`offset_msg_id`] is its encoder).
-/// `None` for any other length, a non-hex digit, or a port outside 0..=65535.
-#[must_use]
-pub fn parse_offset_msg_id(id: &str) -> Option<(SocketAddr, u64)> {
-    let ip_len = match id.len() {
-        32 => 4,
-        56 => 16,
-        _ => return None,
-    };
-    let digit = |b: u8| char::from(b).to_digit(16);
-    let raw: Vec<u8> = id
-        .as_bytes()
-        .chunks_exact(2)
-        .map(|pair| u8::try_from(digit(pair[0])? << 4 | digit(pair[1])?).ok())
-        .collect::<Option<_>>()?;
-    let (ip, rest) = raw.split_at(ip_len);
-    let ip = match <[u8; 4]>::try_from(ip) {
-        Ok(v4) => IpAddr::V4(Ipv4Addr::from(v4)),
-        Err(_) => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(ip).ok()?)),
-    };
-    let port = i32::from_be_bytes(rest.get(..4)?.try_into().ok()?);
-    let port = u16::try_from(port).ok()?;
-    let offset = u64::from_be_bytes(rest.get(4..12)?.try_into().ok()?);
-    Some((SocketAddr::new(ip, port), offset))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -792,62 +733,22 @@ mod tests {
     }
 
     #[test]
+    fn compression_type_bits() {
+        assert_eq!(
+            Compression::from_sys_flag(sys_flag::COMPRESSED),
+            Compression::Zlib
+        );
+        assert_eq!(Compression::from_sys_flag(0x301), Compression::Zlib);
+        assert_eq!(Compression::from_sys_flag(0x101), Compression::Lz4);
+        assert_eq!(Compression::from_sys_flag(0x201), Compression::Zstd);
+        assert_eq!(Compression::from_sys_flag(0x701), Compression::Unknown(7));
+    }
+
+    #[test]
     fn blank_marker() {
         let mut buf = [0u8; 8];
         encode_blank(&mut buf, 1000);
         assert_eq!(decode(&buf), Ok(Some(Record::Blank { size: 1000 })));
-    }
-
-    #[test]
-    fn properties_parse_like_rocketmq() {
-        let s = properties::build([("TAGS", "a"), ("KEYS", "k1 k2")]);
-        assert_eq!(s, "TAGS\u{1}a\u{2}KEYS\u{1}k1 k2");
-        assert_eq!(properties::get(&s, "KEYS"), Some("k1 k2"));
-        assert_eq!(
-            properties::get("\u{1}v\u{2}A\u{1}\u{2}B\u{1}b", "B"),
-            Some("b")
-        );
-        assert_eq!(properties::iter("\u{1}v\u{2}A\u{1}").count(), 0);
-    }
-
-    #[test]
-    fn get_many_agrees_with_get() {
-        let s = "TAGS\u{1}a\u{2}KEYS\u{1}k\u{2}\u{1}x\u{2}TAGS\u{1}b\u{2}E\u{1}\u{2}U\u{1}u";
-        let keys = ["TAGS", "KEYS", "U", "E", "missing"];
-        let many = properties::get_many(s, keys);
-        for (key, value) in keys.iter().zip(many) {
-            assert_eq!(value, properties::get(s, key), "{key}");
-        }
-        assert_eq!(many[0], Some("b"));
-    }
-
-    #[test]
-    fn offset_msg_id_with_signs_or_a_wide_port_is_refused() {
-        // `from_str_radix` takes a leading '+': "+F" read as 0x0F.
-        assert_eq!(
-            parse_offset_msg_id("+F000001000051AF0000000000000000"),
-            None
-        );
-        assert_eq!(
-            parse_offset_msg_id("7F000001000051AF+000000000000000"),
-            None
-        );
-        // Port 0x00010000 does not fit in 16 bits (it was truncated to 0).
-        assert_eq!(
-            parse_offset_msg_id("7F000001000100000000000000000000"),
-            None
-        );
-        assert_eq!(
-            parse_offset_msg_id("7F000001FFFFFFFF0000000000000000"),
-            None
-        );
-        // Multi-byte UTF-8 of the right byte length.
-        assert_eq!(parse_offset_msg_id("ééééééééééééééé00"), None);
-        let lower = "7f000001000051af00000000000000ff";
-        assert_eq!(
-            parse_offset_msg_id(lower),
-            Some(("127.0.0.1:20911".parse().unwrap(), 255))
-        );
     }
 
     fn host() -> impl Strategy<Value = SocketAddr> {
@@ -910,35 +811,14 @@ mod tests {
             prop_assert_eq!((m.reconsume_times, m.prepared_transaction_offset), (reconsume, prepared));
             prop_assert_eq!((m.body, m.topic, m.properties), (&body[..], topic.as_str(), props.as_bytes()));
             prop_assert_eq!(peek_store_timestamp(&buf), Some(store_ts));
+            // Re-encoding a decoded record gives the same bytes.
+            let mut again = vec![0u8; len];
+            encode(&mut again, &m.fields());
+            prop_assert_eq!(&again, &buf);
             for cut in [0, 7, 8, len / 2, len - 1] {
                 prop_assert_eq!(decode(&buf[..cut]), Ok(None));
             }
         }
 
-        #[test]
-        fn offset_msg_ids_read_back(addr in host(), offset in any::<u64>(), lower in any::<bool>()) {
-            let id = offset_msg_id(&addr, offset);
-            let id = if lower { id.to_lowercase() } else { id };
-            prop_assert_eq!(parse_offset_msg_id(&id), Some((addr, offset)));
-        }
-
-        #[test]
-        fn offset_msg_id_parse_never_panics(text in "\\PC{0,60}|[0-9a-fA-F+\\-]{30,58}") {
-            if let Some((addr, offset)) = parse_offset_msg_id(&text) {
-                prop_assert!(offset_msg_id(&addr, offset).eq_ignore_ascii_case(&text));
-            }
-        }
-    }
-
-    #[test]
-    fn offset_msg_id_roundtrip() {
-        let host: SocketAddr = "192.168.0.1:10911".parse().unwrap();
-        let id = offset_msg_id(&host, 0x1234);
-        assert_eq!(id, "C0A8000100002A9F0000000000001234");
-        assert_eq!(parse_offset_msg_id(&id), Some((host, 0x1234)));
-        let v6: SocketAddr = "[fe80::1]:10911".parse().unwrap();
-        let id = offset_msg_id(&v6, 7);
-        assert_eq!(id.len(), 56);
-        assert_eq!(parse_offset_msg_id(&id), Some((v6, 7)));
     }
 }

@@ -1,0 +1,46 @@
+//! The property names we read or write (RocketMQ `MessageConst`), in one list, so a
+//! name is spelled once whichever crate looks at it.
+
+/// `TAGS`: the message's tag; its hash is the consume-queue tagsCode ([`crate::tags`]).
+pub const TAGS: &str = "TAGS";
+/// `KEYS`: space-separated keys, indexed by the store.
+pub const KEYS: &str = "KEYS";
+/// `UNIQ_KEY`: the id the producer made ([`crate::id::UniqIdGenerator`]), indexed.
+pub const UNIQ_KEY: &str = "UNIQ_KEY";
+/// `WAIT`: "false" means the producer does not wait for flush/replication.
+pub const WAIT: &str = "WAIT";
+/// `DELAY`: delay level.
+pub const DELAY: &str = "DELAY";
+/// `REAL_TOPIC`: the topic of a delayed or half message.
+pub const REAL_TOPIC: &str = "REAL_TOPIC";
+/// `REAL_QID`: the queue of a delayed or half message.
+pub const REAL_QID: &str = "REAL_QID";
+/// `TRAN_MSG`: "true" on transactional half messages.
+pub const TRAN_MSG: &str = "TRAN_MSG";
+/// `PGROUP`: producer group of a transactional message.
+pub const PGROUP: &str = "PGROUP";
+/// `CLUSTER`: added by the broker to every message.
+pub const CLUSTER: &str = "CLUSTER";
+/// `RETRY_TOPIC`: original topic of a retried message.
+pub const RETRY_TOPIC: &str = "RETRY_TOPIC";
+/// `ORIGIN_MESSAGE_ID`: id of the message a retry copies.
+pub const ORIGIN_MESSAGE_ID: &str = "ORIGIN_MESSAGE_ID";
+/// `MAX_RECONSUME_TIMES`.
+pub const MAX_RECONSUME_TIMES: &str = "MAX_RECONSUME_TIMES";
+/// `RECONSUME_TIME`.
+pub const RECONSUME_TIME: &str = "RECONSUME_TIME";
+/// `MSG_REGION` (also a send response extField).
+pub const MSG_REGION: &str = "MSG_REGION";
+/// `TRACE_ON` (also a send response extField).
+pub const TRACE_ON: &str = "TRACE_ON";
+/// `TRAN_PREPARED_QUEUE_OFFSET`: on a half message copied back during its immunity
+/// time, the queue offset of the original half message.
+pub const TRAN_PREPARED_QUEUE_OFFSET: &str = "TRAN_PREPARED_QUEUE_OFFSET";
+/// `TRANSACTION_CHECK_TIMES`: check-backs of a half message so far.
+pub const TRANSACTION_CHECK_TIMES: &str = "TRANSACTION_CHECK_TIMES";
+/// `CHECK_IMMUNITY_TIME_IN_SECONDS`: a producer's own first check-back delay (seconds).
+pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS";
+/// `MIN_OFFSET`: added client-side after a pull.
+pub const MIN_OFFSET: &str = "MIN_OFFSET";
+/// `MAX_OFFSET`: added client-side after a pull.
+pub const MAX_OFFSET: &str = "MAX_OFFSET";
