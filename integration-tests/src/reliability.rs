@@ -38,7 +38,8 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use crate::driver::{self, own_dir, utc_now, workspace_root};
+use crate::driver::{self, utc_now};
+use crate::harness::build::{self, own_dir, workspace_root};
 use crate::java::{V4, V5};
 use report::Results;
 use scenario::Plan;
@@ -170,9 +171,9 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .parent()
         .map_or_else(|| root.join("target"), Path::to_owned);
     if !cli.no_build && cli.bin_dir.is_none() && std::env::var_os("SLUICE_SKIP_BUILD").is_none() {
-        driver::build_binaries(&bin_dir, "reliability")?;
+        build::build_binaries(&bin_dir, "reliability")?;
     }
-    for name in driver::BINARIES {
+    for name in build::BINARIES {
         if !bin_dir.join(name).is_file() {
             return Err(format!("{} is missing", bin_dir.join(name).display()));
         }
@@ -185,8 +186,8 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     });
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // A copy of the binaries: others may rebuild target/ while a long run goes on.
-    let snapshot = driver::snapshot_binaries(&bin_dir, &out)?;
-    crate::process::use_bin_dir(&snapshot);
+    let snapshot = build::snapshot_binaries(&bin_dir, &out)?;
+    build::use_bin_dir(&snapshot);
     let (soft, hard) = raise_open_files();
 
     let profile = bin_dir

@@ -24,18 +24,19 @@
 //! assert_eq!(out.sent().len(), 3);
 //! ```
 //!
-//! Programs run like the Go ones (same [`ClientProcess`] / [`ClientOutput`], same result lines,
-//! fresh temp `HOME`, loopback-only `--namesrv`).
+//! Programs run like the Go ones (a [`ChildProcess`] each, the same result lines parsed from its
+//! [`ChildOutput`], fresh temp `HOME`, loopback-only `--namesrv`).
 
 use std::env;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub use crate::go::{ClientOutput, ClientProcess, Received, Sent};
-use crate::go::{client_command, spawn_client, target_dir};
+use crate::go::spawn_client;
+pub use crate::go::{Received, Sent};
+use crate::harness::build::target_dir;
+use crate::harness::{ChildOutput, ChildProcess, ProcessSpec, TestDir};
 
 /// The Rust producer: sync / async / oneway sends, optionally batched.
 pub const PRODUCER: &str = "producer";
@@ -82,13 +83,13 @@ impl RustClient {
         let target = cache_dir();
         let manifest = project_dir().join("Cargo.toml");
         let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let mut cmd = Command::new(&cargo);
-        cmd.args(["build", "--locked", "--bins", "--manifest-path"])
+        let spec = ProcessSpec::program("build", &cargo)
+            .args(["build", "--locked", "--bins", "--manifest-path"])
             .arg(&manifest)
             .env("CARGO_TARGET_DIR", &target)
             .env("CARGO_TERM_COLOR", "never");
         let started = Instant::now();
-        let out = ClientProcess::spawn(cmd, None)
+        let out = ChildProcess::spawn(spec, TestDir::new("rust-client-build"))
             .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?
             .wait(BUILD_TIMEOUT);
         if !out.success() {
@@ -118,25 +119,18 @@ impl RustClient {
         self.dir.join(name)
     }
 
-    /// A command for `program` with `home` as `HOME` and working directory. Stdio is left to the
-    /// caller.
-    ///
-    /// # Panics
-    /// When a `--namesrv` argument is not on loopback.
-    pub fn command(&self, program: &str, args: &[&str], home: &Path) -> Command {
-        client_command(&self.program(program), args, home)
-    }
-
     /// Starts `program` in the background. The process is killed when the handle is dropped.
     ///
     /// # Panics
     /// When it cannot be started.
-    pub fn spawn(&self, program: &str, args: &[&str]) -> ClientProcess {
+    #[must_use]
+    pub fn spawn(&self, program: &str, args: &[&str]) -> ChildProcess {
         spawn_client(&self.program(program), args)
     }
 
     /// Runs `program` to completion, killing it after `timeout`.
-    pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ClientOutput {
+    #[must_use]
+    pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ChildOutput {
         self.spawn(program, args).wait(timeout)
     }
 }

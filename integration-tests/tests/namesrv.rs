@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use integration_tests::client::{FakeBroker, SyncClient};
-use integration_tests::process::{NamesrvProcess, binary};
+use integration_tests::harness::{NamesrvProcess, binary};
 use remoting::frame::FrameDecoder;
 use remoting::protocol::body::{KvTable, TopicList, text_to_properties};
 use remoting::protocol::namesrv::{

@@ -19,10 +19,9 @@ use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use integration_tests::client::FakeBroker;
-use integration_tests::java::TestCluster;
+use integration_tests::harness::{NamesrvProcess, TestCluster, binary, update_topic};
 use integration_tests::java::{JavaTools, V4};
 use integration_tests::ports;
-use integration_tests::process::{self, NamesrvProcess, binary};
 
 /// Runs one of our tools with `args`, no inherited `NAMESRV_ADDR`.
 fn tool(name: &str, args: &[&str]) -> Output {
@@ -270,7 +269,7 @@ impl External {
     /// `mqadmin updateTopic` on the broker, with `queues` read and write queues;
     /// returns its standard output.
     fn update_topic(&self, topic: &str, queues: u32) -> String {
-        process::update_topic(&self.ns, ["-b", &self.broker], topic, queues)
+        update_topic(&self.ns, ["-b", &self.broker], topic, queues)
             .assert_ok()
             .stdout
             .clone()

@@ -14,6 +14,7 @@ use remoting::protocol::route::ClusterInfo;
 use remoting::{RemotingClient, RemotingCommand, RequestCode};
 use tempfile::TempDir;
 
+use crate::java::ApacheDist;
 use crate::ports::{self, PortReservation};
 use crate::procs::{Proc, cpu_seconds, rss_anon, vm_rss};
 
@@ -110,17 +111,6 @@ pub struct Programs {
     pub apache: Option<ApacheDist>,
     /// JVM flags.
     pub jvm: JvmSettings,
-}
-
-/// A resolved Apache RocketMQ name server + broker.
-#[derive(Debug, Clone)]
-pub struct ApacheDist {
-    /// Version (`5.3.3`).
-    pub version: String,
-    /// `:`-separated jars.
-    pub classpath: String,
-    /// A directory to use as `ROCKETMQ_HOME`.
-    pub home: PathBuf,
 }
 
 /// How the cluster is laid out and stores.

@@ -11,7 +11,7 @@ use std::time::Instant;
 use serde::{Deserialize, Serialize};
 
 use crate::drill::{Books, Produced};
-use crate::process::ChildProcess;
+use crate::harness::ChildProcess;
 
 /// Sizes of a whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
