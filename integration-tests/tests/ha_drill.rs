@@ -287,6 +287,7 @@ fn assert_nothing_lost(report: &Report) {
 
 #[test]
 fn sync_master_switchover_drill() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V4, "sync", Failover::Switchover);
     assert_nothing_lost(&report);
     assert!(
@@ -297,6 +298,7 @@ fn sync_master_switchover_drill() {
 
 #[test]
 fn sync_master_drill() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V4, "sync", Failover::Kill);
     assert_nothing_lost(&report);
     assert!(
@@ -307,6 +309,7 @@ fn sync_master_drill() {
 
 #[test]
 fn async_master_drill() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("ASYNC_MASTER", V5, "sync", Failover::Kill);
     // Loss is allowed here, bounded by the replication lag at the kill; it is printed above.
     eprintln!(
@@ -319,6 +322,7 @@ fn async_master_drill() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_switchover_drill_5_3_3_async_sends() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V5, "async", Failover::Switchover);
     assert_nothing_lost(&report);
 }
@@ -326,6 +330,7 @@ fn sync_master_switchover_drill_5_3_3_async_sends() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_drill_5_3_3_async_sends() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V5, "async", Failover::Kill);
     assert_nothing_lost(&report);
 }
@@ -333,6 +338,7 @@ fn sync_master_drill_5_3_3_async_sends() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_drill_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V5, "sync", Failover::Kill);
     assert_nothing_lost(&report);
 }
@@ -340,6 +346,7 @@ fn sync_master_drill_5_3_3() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_drill_4_9_8_async_sends() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V4, "async", Failover::Kill);
     assert_nothing_lost(&report);
 }
@@ -347,11 +354,13 @@ fn sync_master_drill_4_9_8_async_sends() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn async_master_drill_4_9_8() {
+    integration_tests::require_tools!(Java, Maven);
     drill("ASYNC_MASTER", V4, "sync", Failover::Kill);
 }
 
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn async_master_switchover_drill() {
+    integration_tests::require_tools!(Java, Maven);
     drill("ASYNC_MASTER", V4, "sync", Failover::Switchover);
 }

@@ -382,21 +382,25 @@ fn sluice_slave_follows_java_master(version: &str) {
 
 #[test]
 fn java_slave_follows_sluice_master_4_9_7() {
+    integration_tests::require_tools!(Java, Maven);
     java_slave_follows_sluice_master(APACHE_4);
 }
 
 #[test]
 fn sluice_slave_follows_java_master_4_9_7() {
+    integration_tests::require_tools!(Java, Maven);
     sluice_slave_follows_java_master(APACHE_4);
 }
 
 #[test]
 #[ignore = "slow (a 5.3.3 slave copies its master's topics 60 s after start); run with --ignored"]
 fn java_slave_follows_sluice_master_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
     java_slave_follows_sluice_master(APACHE_5);
 }
 
 #[test]
 fn sluice_slave_follows_java_master_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
     sluice_slave_follows_java_master(APACHE_5);
 }

@@ -139,6 +139,7 @@ fn assert_received_all(recv: &[Recv], sent: &[Sent], out: &str) {
 
 #[test]
 fn slave_mirrors_master_refuses_writes_and_serves_reads() {
+    integration_tests::require_tools!(Java, Maven);
     let started = Instant::now();
     let java = JavaTools::get(V4);
     let mut p = pair();
@@ -212,6 +213,7 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
 /// client pulls from the slave again, so consumers keep reading.
 #[test]
 fn slave_serves_reads_without_master_by_default() {
+    integration_tests::require_tools!(Java, Maven);
     let java = JavaTools::get(V4);
     let mut p = pair();
     p.wait_tables_copied();

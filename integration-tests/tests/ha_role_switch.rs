@@ -158,6 +158,7 @@ fn assert_consistent(ns: &str, master: &BrokerProcess, slave: &BrokerProcess, st
 
 #[test]
 fn racing_switches_leave_one_master_and_one_schedule_service() {
+    integration_tests::require_tools!(Java, Maven);
     let started = Instant::now();
     let java = JavaTools::get(V4);
     // M0 and M1 go to topics of their own, so each one's deliveries can be counted.

@@ -31,6 +31,7 @@ fn field(view: &str, label: &str) -> Option<String> {
 
 #[test]
 fn official_mqadmin_commands_against_sluice() {
+    integration_tests::require_tools!(Java, Maven);
     let cluster = TestCluster::start();
     let ns = cluster.namesrv().to_owned();
     let broker = cluster.broker_addr().unwrap().to_owned();

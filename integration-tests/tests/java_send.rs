@@ -14,6 +14,7 @@ use integration_tests::java::{JavaTools, VERSIONS};
 
 #[test]
 fn java_producers_send_to_an_auto_created_topic() {
+    integration_tests::require_tools!(Java, Maven);
     let ns = NamesrvProcess::start();
     let _broker = BrokerProcess::start(&ns.addr());
     for version in VERSIONS {

@@ -30,6 +30,7 @@ fn cluster(ns: &str) -> (FakeBroker, FakeBroker, String) {
 
 #[test]
 fn mqadmin_and_producer_route_lookups() {
+    integration_tests::require_tools!(Java, Maven);
     let ns = NamesrvProcess::start();
     let (_master, _slave, master_addr) = cluster(&ns.addr());
     for version in VERSIONS {

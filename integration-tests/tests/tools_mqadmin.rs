@@ -73,6 +73,7 @@ fn cluster_rows(text: &str) -> BTreeSet<Vec<String>> {
 
 #[test]
 fn namesrv_commands_match_the_java_tool() {
+    integration_tests::require_tools!(Java, Maven);
     let ns = NamesrvProcess::start();
     let master_addr = ports::reserve().addr().to_string();
     let slave_addr = ports::reserve().addr().to_string();
@@ -496,6 +497,7 @@ fn message_and_topic_commands_against_a_broker() {
 
 #[test]
 fn output_matches_the_java_tool_against_a_broker() {
+    integration_tests::require_tools!(Java, Maven);
     let c = external();
     let java = JavaTools::get(V4);
     let topic = unique("ToolsJava");
