@@ -36,6 +36,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use crate::harness::build::target_dir;
+use crate::harness::child::run_build;
 use crate::harness::tools::{self, Tool};
 use crate::harness::{ChildOutput, ChildProcess, ProcessSpec, TestDir};
 use crate::ports::assert_loopback_args;
@@ -50,69 +51,27 @@ pub const GO_CLIENT_MODULE: &str = "github.com/apache/rocketmq-client-go/v2";
 /// A cold build downloads ~10 MB of modules and compiles them: about a minute on 2 cores.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// The built Go test programs.
+/// Built client test programs (the Go ones, the Rust ones) in one directory.
 #[derive(Debug)]
-pub struct GoTools {
+pub struct ClientPrograms {
     dir: PathBuf,
 }
 
-static GO_TOOLS: OnceLock<Result<GoTools, String>> = OnceLock::new();
-
-impl GoTools {
-    /// The programs, built on first use in this process.
-    ///
-    /// # Panics
-    /// When the build fails, with the Go tool's output.
-    pub fn get() -> &'static GoTools {
-        match Self::try_get() {
-            Ok(tools) => tools,
-            Err(e) => panic!("cannot build the Go test programs:\n{e}"),
-        }
-    }
-
-    /// Like [`GoTools::get`], returning the build failure instead of panicking.
-    ///
-    /// # Errors
-    /// Go is not installed, or the build's output when it failed (remembered: later calls fail
-    /// the same way).
-    pub fn try_get() -> Result<&'static GoTools, String> {
-        if let Some(absent) = tools::missing(&[Tool::Go]) {
-            return Err(format!("the Go test programs need {absent}"));
-        }
-        // Other threads wanting the tools wait for this build (build.sh serialises processes).
-        GO_TOOLS
-            .get_or_init(Self::build)
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-
-    fn build() -> Result<GoTools, String> {
-        let dir = cache_dir();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("go")
-            .join("build.sh");
-        let spec = ProcessSpec::program("build", "bash").arg(&script).arg(&dir);
-        let started = Instant::now();
-        let out = ChildProcess::spawn(spec, TestDir::new("go-build"))
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?
-            .wait(BUILD_TIMEOUT);
-        if !out.success() {
-            return Err(out.to_string());
-        }
-        if !out.stderr.is_empty() {
-            // "build.sh: Go programs built in 41s" when it did build; visible with --nocapture.
-            eprint!("{}", out.stderr);
-        }
-        tracing::debug!(elapsed = ?started.elapsed(), "go programs ready");
-        Ok(GoTools { dir })
+impl ClientPrograms {
+    /// The programs in `dir`.
+    #[must_use]
+    pub fn new(dir: PathBuf) -> Self {
+        ClientPrograms { dir }
     }
 
     /// The directory holding the binaries.
+    #[must_use]
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// The path of one program ([`PRODUCER`], [`PUSH_CONSUMER`]).
+    /// The path of one program ([`PRODUCER`], [`PUSH_CONSUMER`], ...).
+    #[must_use]
     pub fn program(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
@@ -131,6 +90,65 @@ impl GoTools {
     #[must_use]
     pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ChildOutput {
         self.spawn(program, args).wait(timeout)
+    }
+}
+
+/// Builds [`ClientPrograms`] once per process: `build` runs on the first call, its result
+/// (failure included) is remembered.
+pub(crate) fn built_once(
+    cell: &'static OnceLock<Result<ClientPrograms, String>>,
+    build: fn() -> Result<ClientPrograms, String>,
+) -> Result<&'static ClientPrograms, String> {
+    // Other threads wanting the programs wait for this build (the build scripts and cargo
+    // serialise processes).
+    cell.get_or_init(build).as_ref().map_err(Clone::clone)
+}
+
+/// The Go test programs.
+#[derive(Debug)]
+pub struct GoTools;
+
+static GO_PROGRAMS: OnceLock<Result<ClientPrograms, String>> = OnceLock::new();
+
+impl GoTools {
+    /// The programs, built on first use in this process.
+    ///
+    /// # Panics
+    /// When the build fails, with the Go tool's output.
+    #[must_use]
+    pub fn get() -> &'static ClientPrograms {
+        match Self::try_get() {
+            Ok(programs) => programs,
+            Err(e) => panic!("cannot build the Go test programs:\n{e}"),
+        }
+    }
+
+    /// Like [`GoTools::get`], returning the build failure instead of panicking.
+    ///
+    /// # Errors
+    /// Go is not installed, or the build's output when it failed (remembered: later calls fail
+    /// the same way).
+    pub fn try_get() -> Result<&'static ClientPrograms, String> {
+        if let Some(absent) = tools::missing(&[Tool::Go]) {
+            return Err(format!("the Go test programs need {absent}"));
+        }
+        built_once(&GO_PROGRAMS, Self::build)
+    }
+
+    fn build() -> Result<ClientPrograms, String> {
+        let dir = cache_dir();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("go")
+            .join("build.sh");
+        let spec = ProcessSpec::program("build", "bash").arg(&script).arg(&dir);
+        let started = Instant::now();
+        let out = run_build("go-build", spec, BUILD_TIMEOUT)?;
+        if !out.stderr.is_empty() {
+            // "build.sh: Go programs built in 41s" when it did build; visible with --nocapture.
+            eprint!("{}", out.stderr);
+        }
+        tracing::debug!(elapsed = ?started.elapsed(), "go programs ready");
+        Ok(ClientPrograms { dir })
     }
 }
 

@@ -50,6 +50,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use crate::harness::build::target_dir;
+use crate::harness::child::run_build;
 use crate::harness::tools::{self, Tool, java_binary};
 use crate::harness::{ChildOutput, ChildProcess, ProcessSpec, TestDir};
 use crate::ports::{assert_loopback, assert_loopback_args};
@@ -163,12 +164,7 @@ impl JavaTools {
             .arg(version)
             .arg(&out_dir);
         let started = Instant::now();
-        let out = ChildProcess::spawn(spec, TestDir::new("java-build"))
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?
-            .wait(BUILD_TIMEOUT);
-        if !out.success() {
-            return Err(out.to_string());
-        }
+        let out = run_build("java-build", spec, BUILD_TIMEOUT)?;
         if !out.stderr.is_empty() {
             // "build.sh: RocketMQ 4.9.8 built in 41s" when it did build; visible with --nocapture.
             eprint!("{}", out.stderr);

@@ -24,8 +24,8 @@
 //! assert_eq!(out.sent().len(), 3);
 //! ```
 //!
-//! Programs run like the Go ones (a [`ChildProcess`] each, the same result lines parsed from its
-//! [`ChildOutput`], fresh temp `HOME`, loopback-only `--namesrv`).
+//! Programs run like the Go ones (the same [`ClientPrograms`], a child process each, the same
+//! result lines, fresh temp `HOME`, loopback-only `--namesrv`).
 
 use std::env;
 use std::ffi::OsString;
@@ -33,10 +33,11 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::go::spawn_client;
-pub use crate::go::{Received, Sent};
+use crate::go::built_once;
+pub use crate::go::{ClientPrograms, Received, Sent};
+use crate::harness::ProcessSpec;
 use crate::harness::build::target_dir;
-use crate::harness::{ChildOutput, ChildProcess, ProcessSpec, TestDir};
+use crate::harness::child::run_build;
 
 /// The Rust producer: sync / async / oneway sends, optionally batched.
 pub const PRODUCER: &str = "producer";
@@ -48,22 +49,21 @@ pub const CLIENT_CRATE: &str = "rocketmq-client-rust 1.0.0";
 /// A cold build compiles ~360 crates: about 5 minutes on 2 cores.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
-/// The built rocketmq-client-rust test programs.
+/// The rocketmq-client-rust test programs.
 #[derive(Debug)]
-pub struct RustClient {
-    dir: PathBuf,
-}
+pub struct RustClient;
 
-static RUST_CLIENT: OnceLock<Result<RustClient, String>> = OnceLock::new();
+static RUST_PROGRAMS: OnceLock<Result<ClientPrograms, String>> = OnceLock::new();
 
 impl RustClient {
     /// The programs, built on first use in this process.
     ///
     /// # Panics
     /// When the build fails, with cargo's output.
-    pub fn get() -> &'static RustClient {
+    #[must_use]
+    pub fn get() -> &'static ClientPrograms {
         match Self::try_get() {
-            Ok(client) => client,
+            Ok(programs) => programs,
             Err(e) => panic!("cannot build the rocketmq-client-rust test programs:\n{e}"),
         }
     }
@@ -72,14 +72,11 @@ impl RustClient {
     ///
     /// # Errors
     /// Cargo's output when the build failed (remembered: later calls fail the same way).
-    pub fn try_get() -> Result<&'static RustClient, String> {
-        RUST_CLIENT
-            .get_or_init(Self::build)
-            .as_ref()
-            .map_err(Clone::clone)
+    pub fn try_get() -> Result<&'static ClientPrograms, String> {
+        built_once(&RUST_PROGRAMS, Self::build)
     }
 
-    fn build() -> Result<RustClient, String> {
+    fn build() -> Result<ClientPrograms, String> {
         let target = cache_dir();
         let manifest = project_dir().join("Cargo.toml");
         let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
@@ -89,12 +86,7 @@ impl RustClient {
             .env("CARGO_TARGET_DIR", &target)
             .env("CARGO_TERM_COLOR", "never");
         let started = Instant::now();
-        let out = ChildProcess::spawn(spec, TestDir::new("rust-client-build"))
-            .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?
-            .wait(BUILD_TIMEOUT);
-        if !out.success() {
-            return Err(out.to_string());
-        }
+        let out = run_build("rust-client-build", spec, BUILD_TIMEOUT)?;
         if out.stderr.contains("Compiling") {
             // Visible with --nocapture: what a cold build costs.
             eprintln!(
@@ -104,34 +96,7 @@ impl RustClient {
             );
         }
         tracing::debug!(elapsed = ?started.elapsed(), "rust client programs ready");
-        Ok(RustClient {
-            dir: target.join("debug"),
-        })
-    }
-
-    /// The directory holding the binaries.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The path of one program ([`PRODUCER`], [`CONSUMER`]).
-    pub fn program(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// Starts `program` in the background. The process is killed when the handle is dropped.
-    ///
-    /// # Panics
-    /// When it cannot be started.
-    #[must_use]
-    pub fn spawn(&self, program: &str, args: &[&str]) -> ChildProcess {
-        spawn_client(&self.program(program), args)
-    }
-
-    /// Runs `program` to completion, killing it after `timeout`.
-    #[must_use]
-    pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ChildOutput {
-        self.spawn(program, args).wait(timeout)
+        Ok(ClientPrograms::new(target.join("debug")))
     }
 }
 

@@ -745,6 +745,23 @@ impl Drop for ChildProcess {
     }
 }
 
+/// Runs a build step (a build script, cargo) to completion in a directory of its own
+/// (`sluice-<label>-*`), killing it after `timeout`.
+///
+/// # Errors
+/// It cannot be started, or it fails: everything it printed.
+pub fn run_build(label: &str, spec: ProcessSpec, timeout: Duration) -> Result<ChildOutput, String> {
+    let command = spec.describe();
+    let out = ChildProcess::spawn(spec, TestDir::new(label))
+        .map_err(|e| format!("cannot run {command}: {e}"))?
+        .wait(timeout);
+    if out.success() {
+        Ok(out)
+    } else {
+        Err(out.to_string())
+    }
+}
+
 /// SIGTERM to `child`.
 fn terminate(child: &Child) {
     let _ = Command::new("kill")
