@@ -27,6 +27,7 @@ pub mod disk_full;
 pub mod failover;
 pub mod kill_loop;
 pub mod report;
+pub mod runner;
 pub mod scenario;
 pub mod slave_kill;
 pub mod tmpfs;
@@ -231,7 +232,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
                 sc.name,
                 plan.repeat
             );
-            let r = scenario::run(sc, rep, &plan, &out);
+            let r = runner::run(sc, rep, &plan, &out);
             let line = if let Some(s) = &r.skipped {
                 format!("skipped: {s}")
             } else if r.ok {
