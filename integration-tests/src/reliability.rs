@@ -13,12 +13,13 @@
 //! ```
 //!
 //! Layout:
-//! - `scenario`: the scenarios, the plan (sizes of quick and long runs), one run of one.
+//! - `scenario`: the scenarios, the plan (sizes of quick and long runs), a run's context and result.
+//! - `runner`: one run of one scenario, never a panic out of it.
 //! - `kill_loop`, `slave_kill`, `failover`, `disk_full`, `conn_flood`: the scenarios.
 //! - `tmpfs`: the size-limited file system of the disk-full scenario, unmounted on any exit.
 //! - `report`: results JSON, the invariants, RELIABILITY.md.
 //!
-//! The processes are the test harness's ([`crate::process`], [`crate::drill`]), killed on
+//! The processes are the test harness's ([`crate::harness`], [`crate::drill`]), killed on
 //! drop, on a failed step (the run's panic is caught and becomes its error) and on Ctrl-C
 //! ([`crate::procs`]).
 

@@ -12,7 +12,7 @@
 //!   ([`ha_status`], [`registered_ids`], ...).
 //! - [`ha_pair`]: a name server and a master/slave pair ([`HaPair`]), identical stores.
 //! - [`cluster`]: the cluster a client test talks to ([`TestCluster`]), ours or an external one.
-//! - [`mqadmin`]: our `mqadmin` as a command ([`MqadminOutput`], [`create_topic`]).
+//! - [`mqadmin`](mod@mqadmin): our `mqadmin` as a command ([`MqadminOutput`], [`create_topic`]).
 //! - [`wait`]: the polling wait ([`wait_until`]).
 //!
 //! The names most tests use are re-exported here.
