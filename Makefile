@@ -1,12 +1,26 @@
 # One place that runs the checks the way CI does. `.ci/run` calls `make test`.
 CARGO ?= cargo
 
-.PHONY: test fmt-check clippy deploy-check module-cycles unit build bench fuzz
+.PHONY: test unit it doc fmt-check clippy deploy-check module-cycles build bench fuzz
 
-## Everything CI runs: format, lints, and the whole test suite (unit, property,
-## crash, and integration tests against real processes and the standard clients).
-test: fmt-check clippy deploy-check module-cycles
-	$(CARGO) test --workspace --all-targets
+## Everything CI runs: format, lints, deploy checks, the unit tier, the integration tier
+## and the doc tests.
+test: fmt-check clippy deploy-check module-cycles unit it doc
+
+## Every crate's unit, property and crash tests (benches run once as tests), and the
+## integration-tests crate's own unit tests: only Rust needed, no Java, Maven or Go.
+unit:
+	$(CARGO) test --workspace --exclude integration-tests --all-targets
+	$(CARGO) test -p integration-tests --lib --bins
+
+## The integration tests (integration-tests/tests/*): our binaries as real processes,
+## driven by the standard clients (Java, Go, Rust), Apache RocketMQ brokers, the bench
+## and reliability drivers in --quick mode. A missing Java, Maven or Go fails the test
+## (SLUICE_REQUIRE_TOOLS=1); under plain `cargo test` such tests are skipped, saying so.
+it:
+	SLUICE_REQUIRE_TOOLS=1 $(CARGO) test -p integration-tests --test '*'
+
+doc:
 	$(CARGO) test --workspace --doc
 
 fmt-check:

@@ -19,7 +19,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use ha::{GroupTransfer, GrowthWait, HaConfig, HaLog, HaService, LogError, ReplicaStatus};
-use support::{MemLog, Rng, block_on, start_master, wait_until};
+use support::{MemLog, Rng, start_master};
+use test_support::{block_on, wait_until};
 
 const FILE: u64 = 64 * 1024 * 1024;
 const BACKLOG: u64 = 256 * 1024 * 1024;

@@ -717,12 +717,12 @@ fn flush(conn: &mut MasterConn, registry: &Registry) -> Result<(), CloseReason> 
 mod tests {
     use super::*;
     use crate::frame::encode_transfer;
-    use crate::test_util::VecLog;
+    use crate::test_util::MemLog;
     use bytes::BytesMut;
 
     #[test]
     fn dispatch_appends_at_exact_offsets_and_checks_them() {
-        let log = VecLog::new(0, 1024, Vec::new());
+        let log = MemLog::new(1024);
         let mut rbuf = ReadBuf::new();
         let mut wire = BytesMut::new();
         encode_transfer(0, b"abc", &mut wire).unwrap();
@@ -734,13 +734,13 @@ mod tests {
         rbuf.spare().unwrap()[..n].copy_from_slice(&wire[..n]);
         rbuf.end += n;
         assert!(dispatch(&mut rbuf, &log).unwrap());
-        assert_eq!(&log.data.lock()[..], b"abcdefg");
+        assert_eq!(log.bytes(0, log.max_offset()), b"abcdefg");
         assert_eq!(rbuf.data().len(), TRANSFER_HEADER_SIZE);
         assert_eq!(rbuf.need, TRANSFER_HEADER_SIZE + 1);
         rbuf.spare().unwrap()[0] = wire[n];
         rbuf.end += 1;
         assert!(dispatch(&mut rbuf, &log).unwrap());
-        assert_eq!(&log.data.lock()[..], b"abcdefgh");
+        assert_eq!(log.bytes(0, log.max_offset()), b"abcdefgh");
         assert!(rbuf.data().is_empty());
 
         // Beyond our end: resync; below it: divergence.

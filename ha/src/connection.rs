@@ -357,7 +357,7 @@ impl Connection {
 mod tests {
     use super::*;
     use crate::frame::{decode_transfer, report_bytes};
-    use crate::test_util::VecLog;
+    use crate::test_util::log_of;
     use bytes::BytesMut;
 
     fn config(batch: usize) -> HaConfig {
@@ -425,7 +425,7 @@ mod tests {
     #[test]
     fn streams_the_log_in_batches_that_never_cross_files() {
         let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8).collect();
-        let log = VecLog::new(0, 1024, data.clone());
+        let log = log_of(0, 1024, &data);
         let t0 = Instant::now();
         let mut c = Connection::new(t0, &config(300));
         assert_eq!(c.fill(&log, t0).unwrap(), Fill::NotStarted);
@@ -461,7 +461,7 @@ mod tests {
 
     #[test]
     fn heartbeat_when_idle_and_empty_slave_starts_at_last_file() {
-        let log = VecLog::new(0, 1024, vec![7; 2100]);
+        let log = log_of(0, 1024, &[7; 2100]);
         let t0 = Instant::now();
         let mut c = Connection::new(t0, &config(4096));
         c.on_read(&report_bytes(0).unwrap(), t0, || log.max_offset())
@@ -482,7 +482,7 @@ mod tests {
 
     #[test]
     fn refuses_reports_beyond_the_master() {
-        let log = VecLog::new(0, 1024, vec![0; 10]);
+        let log = log_of(0, 1024, &[0; 10]);
         let t0 = Instant::now();
         let mut c = Connection::new(t0, &config(64));
         let err = c
@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn slave_below_min_offset_is_closed() {
-        let log = VecLog::new(4096, 1024, vec![0; 100]);
+        let log = log_of(4096, 1024, &[0; 100]);
         let t0 = Instant::now();
         let mut c = Connection::new(t0, &config(64));
         c.on_read(&report_bytes(10).unwrap(), t0, || log.max_offset())

@@ -283,7 +283,7 @@ mod tests {
 
     #[test]
     fn invalid_config_is_refused_before_anything_starts() {
-        let log: Arc<dyn HaLog> = Arc::new(crate::test_util::VecLog::new(0, 1024, Vec::new()));
+        let log: Arc<dyn HaLog> = crate::test_util::MemLog::new(1024).dyn_log();
         let cfg = HaConfig {
             ha_send_heartbeat_interval: 0,
             ..HaConfig::default()

@@ -8,7 +8,8 @@ mod support;
 use std::time::Duration;
 
 use ha::HaLog;
-use support::{MemLog, fast_config, init_tracing, start_master, start_slave, wait_until};
+use support::{MemLog, fast_config, init_tracing, start_master, start_slave};
+use test_support::wait_until;
 
 /// utime + stime of this process, in clock ticks (usually 10 ms).
 fn cpu_ticks() -> u64 {

@@ -7,7 +7,8 @@ mod support;
 use std::time::Duration;
 
 use ha::{HaLog, HaStatus, ReplicaStatus};
-use support::{MemLog, block_on, fast_config, init_tracing, start_master, start_slave, wait_until};
+use support::{MemLog, fast_config, init_tracing, start_master, start_slave};
+use test_support::{block_on, wait_until};
 
 fn threads() -> usize {
     std::fs::read_dir("/proc/self/task").unwrap().count()

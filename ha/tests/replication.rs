@@ -9,9 +9,8 @@ mod support;
 use std::time::{Duration, Instant};
 
 use ha::{ClientStatus, HaConfig, HaLog, HaService, HaStatus, MasterStatus, ReplicaStatus};
-use support::{
-    MemLog, Rng, block_on, fast_config, init_tracing, start_master, start_slave, wait_until,
-};
+use support::{MemLog, Rng, fast_config, init_tracing, start_master, start_slave};
+use test_support::{block_on, wait_until};
 
 const FILE: u64 = 64 * 1024;
 

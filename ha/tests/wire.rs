@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use ha::frame::{TRANSFER_HEADER_SIZE, TransferHeader};
 use ha::{HaConfig, HaLog, HaService, HaStatus, ReplicaStatus};
-use support::{MemLog, Rng, block_on, fast_config, init_tracing, start_master, wait_until};
+use support::{MemLog, Rng, fast_config, init_tracing, start_master};
+use test_support::{block_on, wait_until};
 
 const FILE: u64 = 64 * 1024;
 

@@ -29,14 +29,14 @@ pub mod scenario;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Instant;
 
 use clap::Parser;
 
-use crate::driver::{build_binaries, own_dir, utc_now, workspace_root};
+use crate::driver::utc_now;
+use crate::harness::build::{self, build_binaries, own_dir, workspace_root};
 use crate::{driver, procs};
-use cluster::{ApacheDist, JvmSettings, Programs, System};
+use cluster::{JvmSettings, Programs, System};
 use report::Results;
 use scenario::Plan;
 
@@ -95,51 +95,6 @@ pub struct Cli {
     /// List the scenarios and exit.
     #[arg(long)]
     pub list: bool,
-}
-
-/// Resolves Apache RocketMQ's name server + broker class path with
-/// `integration-tests/java-broker/build.sh` (the one place that fetches Apache RocketMQ; it
-/// does nothing when its outputs are up to date), into the Java tests' cache
-/// (`$SLUICE_JAVA_CACHE/apache-broker`, else `target/java-it/apache-broker`).
-///
-/// # Errors
-/// `build.sh` fails (no Maven, no network and no cached jars).
-pub fn resolve_apache() -> Result<ApacheDist, String> {
-    let out_dir = crate::java::cache_dir().join("apache-broker");
-    let script = workspace_root()
-        .join("integration-tests")
-        .join("java-broker")
-        .join("build.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(ROCKETMQ_VERSION)
-        .arg(&out_dir)
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
-    if !out.status.success() {
-        return Err(format!(
-            "{} {ROCKETMQ_VERSION} failed: {}",
-            script.display(),
-            String::from_utf8_lossy(&out.stderr)
-        ));
-    }
-    let dir = out_dir.join(ROCKETMQ_VERSION);
-    let cp_file = dir.join("classpath.txt");
-    let classpath = fs::read_to_string(&cp_file)
-        .map_err(|e| format!("{}: {e}", cp_file.display()))?
-        .trim()
-        .to_owned();
-    if !classpath.contains("rocketmq-namesrv") {
-        return Err(format!(
-            "{} holds no rocketmq-namesrv jar",
-            cp_file.display()
-        ));
-    }
-    Ok(ApacheDist {
-        version: ROCKETMQ_VERSION.to_owned(),
-        classpath,
-        home: dir.join("rocketmq-home"),
-    })
 }
 
 /// Runs the driver; returns the process exit code (0: every run succeeded).
@@ -254,7 +209,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     }
     let mut systems = systems;
     let apache = if systems.contains(&System::RocketMq) {
-        match resolve_apache() {
+        match crate::java::apache_dist(ROCKETMQ_VERSION) {
             Ok(dist) => Some(dist),
             Err(e) if cli.quick && systems.len() > 1 => {
                 eprintln!("bench: Apache RocketMQ not available, sluice only: {e}");
@@ -273,7 +228,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .unwrap_or_else(|| target_dir.join("bench").join(utc_now("+%Y%m%d-%H%M%S")));
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // A snapshot of the binaries: others may rebuild target/ while a long run goes on.
-    let bin_dir = driver::snapshot_binaries(&bin_dir, &out)?;
+    let bin_dir = build::snapshot_binaries(&bin_dir, &out)?;
     let store_root = cli.store_root.clone().unwrap_or_else(std::env::temp_dir);
     let jvm = JvmSettings::for_machine(crate::machine::available_bytes());
     let programs = Programs {

@@ -1,17 +1,40 @@
 //! Clients for synchronous tests: [`SyncClient`], a remoting client on its own
-//! runtime, and [`FakeBroker`], a broker stand-in that registers topics with a name
-//! server and keeps its connection (closing it makes the name server forget it).
+//! runtime; [`try_request`], one request for which a server that is down is an answer; and
+//! [`FakeBroker`], a broker stand-in that registers topics with a name server and keeps its
+//! connection (closing it makes the name server forget it).
 
 use std::collections::BTreeMap;
 use std::fmt;
-
-use crate::process::REQUEST_TIMEOUT;
+use std::time::Duration;
 
 use bytes::Bytes;
 use remoting::protocol::broker::SendMessageRequestHeaderV2;
 use remoting::protocol::namesrv::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
 use remoting::protocol::topic::{DataVersion, RegisterBrokerBody, TopicConfig};
 use remoting::{RemotingClient, RemotingCommand, RequestCode};
+
+/// Timeout of one request sent by [`SyncClient`] or [`try_request`].
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Sends one request to `addr` on a small runtime of its own and waits for the answer
+/// ([`REQUEST_TIMEOUT`]); unlike [`SyncClient`], a broker that is down is an answer here, not a
+/// panic.
+///
+/// # Errors
+/// The transport error or timeout.
+pub fn try_request(addr: &str, request: RemotingCommand) -> Result<RemotingCommand, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let client = RemotingClient::default();
+    let code = request.code();
+    let result = runtime
+        .block_on(client.invoke(addr, request, REQUEST_TIMEOUT))
+        .map_err(|e| format!("request {code} to {addr}: {e}"));
+    client.close_all();
+    result
+}
 
 /// A remoting client on its own small runtime, for synchronous tests.
 ///

@@ -18,8 +18,8 @@ use remoting::protocol::body::KvTable;
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::client::SyncClient;
-use crate::go::{ClientOutput, Sent, offsets_by_queue, spawn_client};
-use crate::process::{BrokerProcess, NamesrvProcess};
+use crate::go::{Sent, offsets_by_queue, spawn_client};
+use crate::harness::{BrokerProcess, ChildOutput, NamesrvProcess};
 
 const RUN_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -51,12 +51,12 @@ pub struct ClientUnderTest {
 }
 
 impl ClientUnderTest {
-    fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> ClientOutput {
+    fn run(&self, program: &Path, args: &[&str], timeout: Duration) -> ChildOutput {
         spawn_client(program, args).wait(timeout)
     }
 
     /// Runs the producer to completion; it must succeed.
-    pub fn produce(&self, ns: &str, topic: &str, extra: &[&str]) -> ClientOutput {
+    pub fn produce(&self, ns: &str, topic: &str, extra: &[&str]) -> ChildOutput {
         let mut args = vec!["--namesrv", ns, "--topic", topic];
         args.extend_from_slice(extra);
         let out = self.run(&self.producer, &args, RUN_TIMEOUT);

@@ -2,7 +2,8 @@
 //! prints every answer, `sluice.it.DrillDrain` reads every queue to its end; between the two a
 //! broker goes away. This module owns the producer's and the drain's lines, the books kept
 //! from them (acknowledged, lost, duplicated, corrupt), and the steps of a master/slave
-//! failover on a [`Pair`] — shared by `tests/ha_drill.rs` and the reliability driver.
+//! failover on an [`HaPair`] ([`failover`]) — shared by `tests/ha_drill.rs` and the reliability
+//! driver.
 //!
 //! What counts (see `DrillProducer`'s docs): a message is *acknowledged* when the client got
 //! SEND_OK; FLUSH_*_TIMEOUT / SLAVE_NOT_AVAILABLE answers mean "stored on the master only" and
@@ -18,8 +19,10 @@ use std::path::{Path, PathBuf};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::java::{JavaOutput, JavaProcess, JavaTools, Recv, unique_name};
-use crate::process::{HaBrokerProcess, NamesrvProcess, ha_status, wait_until};
+use crate::harness::{
+    BrokerProcess, ChildOutput, ChildProcess, HaPair, ha_status, unique_name, wait_until,
+};
+use crate::java::{JavaTools, Recv};
 
 /// Time between a master's death and the switch command: an operator noticing the failure.
 pub const DETECTION: Duration = Duration::from_millis(1000);
@@ -307,7 +310,7 @@ impl ProducerOptions {
 /// when dropped.
 #[derive(Debug)]
 pub struct DrillProducer {
-    process: JavaProcess,
+    process: ChildProcess,
     stop_file: PathBuf,
     /// How it sends.
     pub options: ProducerOptions,
@@ -347,7 +350,7 @@ impl DrillProducer {
 
     /// The running program (its lines so far, waits on them).
     #[must_use]
-    pub fn process(&self) -> &JavaProcess {
+    pub fn process(&self) -> &ChildProcess {
         &self.process
     }
 
@@ -416,7 +419,7 @@ pub struct Produced {
     /// Every send that threw.
     pub fails: Vec<Fail>,
     /// The whole output.
-    pub output: JavaOutput,
+    pub output: ChildOutput,
 }
 
 /// A `QUEUE` line of `DrillDrain`: a queue's bounds when it was read.
@@ -664,202 +667,131 @@ pub enum Failover {
     Switchover,
 }
 
-/// A name server and a master/slave pair of `broker-a` (a SYNC_MASTER pair also flushes with
-/// SYNC_FLUSH unless the settings say otherwise) with a drill topic; which one is the master
-/// changes with every [`failover`](Self::failover).
-#[derive(Debug)]
-pub struct Pair {
-    // Dropped in this order: the brokers, then the name server.
-    brokers: [HaBrokerProcess; 2],
-    /// The name server.
-    pub ns: NamesrvProcess,
-    master: usize,
-    /// SYNC_MASTER or ASYNC_MASTER (the pair's and every promoted slave's).
-    pub role: String,
-    /// The drill topic.
-    pub topic: String,
+/// Promotes `broker` with `mqadmin switchRole -r MASTER -t <role>`; returns how long the
+/// command took.
+fn promote(broker: &BrokerProcess, role: &str) -> u64 {
+    let switch = broker.mqadmin(&[
+        "switchRole",
+        "-b",
+        &broker.addr(),
+        "-r",
+        "MASTER",
+        "-t",
+        role,
+    ]);
+    switch.assert_ok();
+    assert_eq!(switch.value("role"), Some(role), "{switch}");
+    assert_eq!(switch.value("changed"), Some("true"), "{switch}");
+    u64::try_from(switch.elapsed.as_millis()).unwrap_or(u64::MAX)
 }
 
-impl Pair {
-    /// Starts the name server, master `a` (registered first, so the slave learns it at its
-    /// first registration), the drill topic with `queues` queues, and slave `b`, following.
-    ///
-    /// # Panics
-    /// When a process does not start or the slave does not follow.
-    #[must_use]
-    pub fn start(role: &str, settings: &[(&str, &str)], queues: u32) -> Self {
-        let ns = NamesrvProcess::start();
-        let a = HaBrokerProcess::start_master("a", &ns.addr(), role, settings);
-        let topic = unique_name("Drill");
-        a.create_topic(&topic, queues);
-        let b = HaBrokerProcess::start("b", &ns.addr(), "SLAVE", 1, settings);
-        b.wait_following(&a, Duration::from_secs(20))
-            .unwrap_or_else(|e| panic!("the slave does not follow: {e}"));
-        Pair {
-            brokers: [a, b],
-            ns,
-            master: 0,
-            role: role.to_owned(),
-            topic,
-        }
-    }
+/// One failover of `pair` while `producer` sends: the master goes away (`kind`), the slave is
+/// promoted, the producer gets a write stored on it, the old master rejoins as its slave and
+/// follows it (for a SYNC_MASTER, until a SEND_OK comes after the rejoin). Returns the moments
+/// and what the brokers said; the figures come from the producer's answers
+/// ([`Round::figures`]).
+///
+/// # Panics
+/// When a step fails or times out ([`STEP_TIMEOUT`]).
+#[allow(
+    clippy::too_many_lines,
+    reason = "one failover, step by step, reads best as one function"
+)]
+pub fn failover(pair: &mut HaPair, kind: Failover, producer: &DrillProducer) -> Round {
+    let role = pair.role.clone();
+    let old_addr = pair.master().addr();
+    let new_addr = pair.slave().addr();
+    let new_ha = pair.slave().ha_addr();
+    let mut round = Round {
+        kind: Some(kind),
+        old_master: old_addr.clone(),
+        new_master: new_addr.clone(),
+        ..Round::default()
+    };
+    let no_write = |what: &str| -> String {
+        format!("no write accepted {what}: {:?}", producer.last_lines(5))
+    };
+    match kind {
+        Failover::Kill => {
+            // The master dies (`kill` returns once it is gone).
+            round.old_end = pair.master().ha_status().ok().map(|s| s.max_offset);
+            pair.master_mut().kill();
+            round.killed_at = Some(now_ms());
+            thread::sleep(DETECTION);
 
-    /// The name server's address.
-    #[must_use]
-    pub fn namesrv(&self) -> String {
-        self.ns.addr()
-    }
-
-    /// The current master.
-    #[must_use]
-    pub fn master(&self) -> &HaBrokerProcess {
-        &self.brokers[self.master]
-    }
-
-    /// The current slave.
-    #[must_use]
-    pub fn slave(&self) -> &HaBrokerProcess {
-        &self.brokers[1 - self.master]
-    }
-
-    /// The current slave, to kill or restart.
-    pub fn slave_mut(&mut self) -> &mut HaBrokerProcess {
-        &mut self.brokers[1 - self.master]
-    }
-
-    /// Both brokers, `a` first.
-    pub fn brokers_mut(&mut self) -> &mut [HaBrokerProcess; 2] {
-        &mut self.brokers
-    }
-
-    /// Promotes `broker` with `mqadmin switchRole -r MASTER -t <role>`; returns how long the
-    /// command took.
-    fn promote(broker: &HaBrokerProcess, role: &str) -> u64 {
-        let switch = broker.mqadmin(&[
-            "switchRole",
-            "-b",
-            &broker.addr(),
-            "-r",
-            "MASTER",
-            "-t",
-            role,
-        ]);
-        switch.assert_ok();
-        assert_eq!(switch.value("role"), Some(role), "{switch}");
-        assert_eq!(switch.value("changed"), Some("true"), "{switch}");
-        u64::try_from(switch.elapsed.as_millis()).unwrap_or(u64::MAX)
-    }
-
-    /// One failover while `producer` sends: the master goes away (`kind`), the slave is
-    /// promoted, the producer gets a write stored on it, the old master rejoins as its slave and
-    /// follows it (for a SYNC_MASTER, until a SEND_OK comes after the rejoin). Returns the
-    /// moments and what the brokers said; the figures come from the producer's answers
-    /// ([`Round::figures`]).
-    ///
-    /// # Panics
-    /// When a step fails or times out ([`STEP_TIMEOUT`]).
-    #[allow(
-        clippy::too_many_lines,
-        reason = "one failover, step by step, reads best as one function"
-    )]
-    pub fn failover(&mut self, kind: Failover, producer: &DrillProducer) -> Round {
-        let (old, new) = (self.master, 1 - self.master);
-        let role = self.role.clone();
-        let old_addr = self.brokers[old].addr();
-        let new_addr = self.brokers[new].addr();
-        let new_ha = self.brokers[new].ha_addr();
-        let mut round = Round {
-            kind: Some(kind),
-            old_master: old_addr.clone(),
-            new_master: new_addr.clone(),
-            ..Round::default()
-        };
-        let no_write = |what: &str| -> String {
-            format!("no write accepted {what}: {:?}", producer.last_lines(5))
-        };
-        match kind {
-            Failover::Kill => {
-                // The master dies (`kill` returns once it is gone).
-                round.old_end = self.brokers[old].ha_status().ok().map(|s| s.max_offset);
-                self.brokers[old].kill();
-                round.killed_at = Some(now_ms());
-                thread::sleep(DETECTION);
-
-                // The slave takes over.
-                round.switch_at = now_ms();
-                round.switch_command_ms = Self::promote(&self.brokers[new], &role);
-                self.master = new;
-                assert!(
-                    producer.wait_acked_since(round.switch_at, false, STEP_TIMEOUT),
-                    "{}",
-                    no_write("after the switch")
-                );
-                thread::sleep(ALONE);
-
-                // The old master comes back as the new master's slave: it learns the new
-                // master from the name server and cuts its tail past the promotion point.
-                round.caught_up_target = ha_status(&new_addr).ok().map(|s| s.max_offset);
-                round.rejoin_at = now_ms();
-                self.brokers[old].restart_as("SLAVE", 1);
-            }
-            Failover::Switchover => {
-                // Promote the slave, then demote the master to its slave, as an operator's
-                // script would, while the producer sends. Between the two the old master
-                // still takes writes its slave (now gone) never acknowledges: they are cut.
-                round.switch_at = now_ms();
-                let promote_ms = Self::promote(&self.brokers[new], &role);
-                self.master = new;
-                round.old_end = self.brokers[old].ha_status().ok().map(|s| s.max_offset);
-                let demote = self.brokers[old].mqadmin(&[
-                    "switchRole",
-                    "-b",
-                    &old_addr,
-                    "-r",
-                    "SLAVE",
-                    "-m",
-                    &new_addr,
-                ]);
-                demote.assert_ok();
-                assert_eq!(demote.value("role"), Some("SLAVE"), "{demote}");
-                round.truncated_to = demote.value("truncatedTo").and_then(|v| v.parse().ok());
-                let demote_ms = u64::try_from(demote.elapsed.as_millis()).unwrap_or(u64::MAX);
-                round.switch_command_ms = promote_ms + demote_ms;
-                round.caught_up_target = ha_status(&new_addr).ok().map(|s| s.max_offset);
-                round.rejoin_at = now_ms();
-            }
-        }
-        round.promoted_at = ha_status(&new_addr).ok().and_then(|s| s.promoted_at_offset);
-        // The old master follows the new one; "caught up" once it also holds what the new
-        // master had when it rejoined.
-        let target = round.caught_up_target.unwrap_or(0);
-        let mut caught_up = None;
-        let followed = wait_until(STEP_TIMEOUT, || {
-            let s = ha_status(&old_addr);
-            let following = s.as_ref().is_ok_and(|s| {
-                s.connected && !s.is_master() && s.master.as_deref() == Some(new_ha.as_str())
-            });
-            if following && caught_up.is_none() && s.as_ref().is_ok_and(|s| s.max_offset >= target)
-            {
-                caught_up = Some(now_ms());
-            }
-            following && caught_up.is_some()
-        });
-        assert!(
-            followed,
-            "the old master did not follow the new one: {:?}",
-            ha_status(&old_addr)
-        );
-        round.caught_up_at = caught_up;
-        if role == "SYNC_MASTER" {
-            // SEND_OK again once the new SYNC_MASTER has a slave.
+            // The slave takes over.
+            round.switch_at = now_ms();
+            round.switch_command_ms = promote(pair.slave(), &role);
+            pair.promoted();
             assert!(
-                producer.wait_acked_since(round.rejoin_at, true, STEP_TIMEOUT),
+                producer.wait_acked_since(round.switch_at, false, STEP_TIMEOUT),
                 "{}",
-                no_write("as SEND_OK after the old master rejoined")
+                no_write("after the switch")
             );
+            thread::sleep(ALONE);
+
+            // The old master comes back as the new master's slave: it learns the new
+            // master from the name server and cuts its tail past the promotion point.
+            round.caught_up_target = ha_status(&new_addr).ok().map(|s| s.max_offset);
+            round.rejoin_at = now_ms();
+            pair.slave_mut().restart_as("SLAVE", 1);
         }
-        round
+        Failover::Switchover => {
+            // Promote the slave, then demote the master to its slave, as an operator's
+            // script would, while the producer sends. Between the two the old master
+            // still takes writes its slave (now gone) never acknowledges: they are cut.
+            round.switch_at = now_ms();
+            let promote_ms = promote(pair.slave(), &role);
+            pair.promoted();
+            round.old_end = pair.slave().ha_status().ok().map(|s| s.max_offset);
+            let demote = pair.slave().mqadmin(&[
+                "switchRole",
+                "-b",
+                &old_addr,
+                "-r",
+                "SLAVE",
+                "-m",
+                &new_addr,
+            ]);
+            demote.assert_ok();
+            assert_eq!(demote.value("role"), Some("SLAVE"), "{demote}");
+            round.truncated_to = demote.value("truncatedTo").and_then(|v| v.parse().ok());
+            let demote_ms = u64::try_from(demote.elapsed.as_millis()).unwrap_or(u64::MAX);
+            round.switch_command_ms = promote_ms + demote_ms;
+            round.caught_up_target = ha_status(&new_addr).ok().map(|s| s.max_offset);
+            round.rejoin_at = now_ms();
+        }
     }
+    round.promoted_at = ha_status(&new_addr).ok().and_then(|s| s.promoted_at_offset);
+    // The old master follows the new one; "caught up" once it also holds what the new
+    // master had when it rejoined.
+    let target = round.caught_up_target.unwrap_or(0);
+    let mut caught_up = None;
+    let followed = wait_until(STEP_TIMEOUT, || {
+        let s = ha_status(&old_addr);
+        let following = s.as_ref().is_ok_and(|s| {
+            s.connected && !s.is_master() && s.master.as_deref() == Some(new_ha.as_str())
+        });
+        if following && caught_up.is_none() && s.as_ref().is_ok_and(|s| s.max_offset >= target) {
+            caught_up = Some(now_ms());
+        }
+        following && caught_up.is_some()
+    });
+    assert!(
+        followed,
+        "the old master did not follow the new one: {:?}",
+        ha_status(&old_addr)
+    );
+    round.caught_up_at = caught_up;
+    if role == "SYNC_MASTER" {
+        // SEND_OK again once the new SYNC_MASTER has a slave.
+        assert!(
+            producer.wait_acked_since(round.rejoin_at, true, STEP_TIMEOUT),
+            "{}",
+            no_write("as SEND_OK after the old master rejoined")
+        );
+    }
+    round
 }
 
 /// One failover's moments (ms since the epoch) and what the brokers said.
@@ -926,7 +858,7 @@ impl Round {
 /// Waits until the slave at `slave_addr` follows `master_ha_addr`, is connected and holds
 /// `target` bytes of CommitLog (the master's end when the slave came back, say); returns when
 /// it did. Works while the master takes writes (unlike
-/// [`wait_caught_up`](crate::process::wait_caught_up), which wants equal ends).
+/// [`wait_caught_up`](crate::harness::wait_caught_up), which wants equal ends).
 ///
 /// # Errors
 /// The last status seen, after `timeout`.

@@ -1,8 +1,8 @@
 //! The Go side of the integration tests: programs built on Apache's `rocketmq-client-go`
 //! (`github.com/apache/rocketmq-client-go/v2`, pinned in `integration-tests/go/go.mod`), run as
-//! separate processes against our `mqnamesrv` / `mqbroker`, watched by [`ClientProcess`] (the
-//! runner of [`crate::child`]); [`ClientOutput::sent`] / [`ClientOutput::received`] parse the
-//! result lines the Go and Rust programs share.
+//! separate processes against our `mqnamesrv` / `mqbroker`, watched as any child is
+//! ([`ChildProcess`]); [`ChildOutput::sent`] / [`ChildOutput::received`] parse the result lines
+//! the Go and Rust programs share.
 //!
 //! [`GoTools::get`] builds `integration-tests/go` (see its README) with `go/build.sh` once per
 //! process; `build.sh` skips the build when the binaries are up to date and holds a `flock` on the
@@ -32,12 +32,14 @@
 use std::collections::BTreeMap;
 use std::env;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use crate::child::assert_loopback_args;
-pub use crate::child::{ChildOutput as ClientOutput, ChildProcess as ClientProcess};
+use crate::harness::build::target_dir;
+use crate::harness::child::run_build;
+use crate::harness::tools::{self, Tool};
+use crate::harness::{ChildOutput, ChildProcess, ProcessSpec, TestDir};
+use crate::ports::assert_loopback_args;
 
 /// The Go producer: sync / async / oneway sends, optionally batched.
 pub const PRODUCER: &str = "producer";
@@ -49,77 +51,29 @@ pub const GO_CLIENT_MODULE: &str = "github.com/apache/rocketmq-client-go/v2";
 /// A cold build downloads ~10 MB of modules and compiles them: about a minute on 2 cores.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 
-/// The built Go test programs.
+/// Built client test programs (the Go ones, the Rust ones) in one directory.
 #[derive(Debug)]
-pub struct GoTools {
+pub struct ClientPrograms {
     dir: PathBuf,
 }
 
-static GO_TOOLS: OnceLock<Result<GoTools, String>> = OnceLock::new();
-
-impl GoTools {
-    /// The programs, built on first use in this process.
-    ///
-    /// # Panics
-    /// When the build fails, with the Go tool's output.
-    pub fn get() -> &'static GoTools {
-        match Self::try_get() {
-            Ok(tools) => tools,
-            Err(e) => panic!("cannot build the Go test programs:\n{e}"),
-        }
-    }
-
-    /// Like [`GoTools::get`], returning the build failure instead of panicking.
-    ///
-    /// # Errors
-    /// The build's output when it failed (remembered: later calls fail the same way).
-    pub fn try_get() -> Result<&'static GoTools, String> {
-        // Other threads wanting the tools wait for this build (build.sh serialises processes).
-        GO_TOOLS
-            .get_or_init(Self::build)
-            .as_ref()
-            .map_err(Clone::clone)
-    }
-
-    fn build() -> Result<GoTools, String> {
-        let dir = cache_dir();
-        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("go")
-            .join("build.sh");
-        let mut cmd = Command::new("bash");
-        cmd.arg(&script).arg(&dir);
-        let started = Instant::now();
-        let out = ClientProcess::spawn(cmd, None)
-            .map_err(|e| format!("cannot run {}: {e}", script.display()))?
-            .wait(BUILD_TIMEOUT);
-        if !out.success() {
-            return Err(out.to_string());
-        }
-        if !out.stderr.is_empty() {
-            // "build.sh: Go programs built in 41s" when it did build; visible with --nocapture.
-            eprint!("{}", out.stderr);
-        }
-        tracing::debug!(elapsed = ?started.elapsed(), "go programs ready");
-        Ok(GoTools { dir })
+impl ClientPrograms {
+    /// The programs in `dir`.
+    #[must_use]
+    pub fn new(dir: PathBuf) -> Self {
+        ClientPrograms { dir }
     }
 
     /// The directory holding the binaries.
+    #[must_use]
     pub fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// The path of one program ([`PRODUCER`], [`PUSH_CONSUMER`]).
+    /// The path of one program ([`PRODUCER`], [`PUSH_CONSUMER`], ...).
+    #[must_use]
     pub fn program(&self, name: &str) -> PathBuf {
         self.dir.join(name)
-    }
-
-    /// A command for `program` with `home` as `HOME` and working directory. Stdio is left to the
-    /// caller.
-    ///
-    /// # Panics
-    /// When a `--namesrv` argument is not on loopback.
-    pub fn command(&self, program: &str, args: &[&str], home: &Path) -> Command {
-        client_command(&self.program(program), args, home)
     }
 
     /// Starts `program` in the background (a consumer that must be running before messages are
@@ -127,17 +81,79 @@ impl GoTools {
     ///
     /// # Panics
     /// When it cannot be started.
-    pub fn spawn(&self, program: &str, args: &[&str]) -> ClientProcess {
+    #[must_use]
+    pub fn spawn(&self, program: &str, args: &[&str]) -> ChildProcess {
         spawn_client(&self.program(program), args)
     }
 
     /// Runs `program` to completion, killing it after `timeout`.
-    pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ClientOutput {
+    #[must_use]
+    pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ChildOutput {
         self.spawn(program, args).wait(timeout)
     }
 }
 
+/// Builds [`ClientPrograms`] once per process: `build` runs on the first call, its result
+/// (failure included) is remembered.
+pub(crate) fn built_once(
+    cell: &'static OnceLock<Result<ClientPrograms, String>>,
+    build: fn() -> Result<ClientPrograms, String>,
+) -> Result<&'static ClientPrograms, String> {
+    // Other threads wanting the programs wait for this build (the build scripts and cargo
+    // serialise processes).
+    cell.get_or_init(build).as_ref().map_err(Clone::clone)
+}
+
+/// The Go test programs.
+#[derive(Debug)]
+pub struct GoTools;
+
+static GO_PROGRAMS: OnceLock<Result<ClientPrograms, String>> = OnceLock::new();
+
+impl GoTools {
+    /// The programs, built on first use in this process.
+    ///
+    /// # Panics
+    /// When the build fails, with the Go tool's output.
+    #[must_use]
+    pub fn get() -> &'static ClientPrograms {
+        match Self::try_get() {
+            Ok(programs) => programs,
+            Err(e) => panic!("cannot build the Go test programs:\n{e}"),
+        }
+    }
+
+    /// Like [`GoTools::get`], returning the build failure instead of panicking.
+    ///
+    /// # Errors
+    /// Go is not installed, or the build's output when it failed (remembered: later calls fail
+    /// the same way).
+    pub fn try_get() -> Result<&'static ClientPrograms, String> {
+        if let Some(absent) = tools::missing(&[Tool::Go]) {
+            return Err(format!("the Go test programs need {absent}"));
+        }
+        built_once(&GO_PROGRAMS, Self::build)
+    }
+
+    fn build() -> Result<ClientPrograms, String> {
+        let dir = cache_dir();
+        let script = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("go")
+            .join("build.sh");
+        let spec = ProcessSpec::program("build", "bash").arg(&script).arg(&dir);
+        let started = Instant::now();
+        let out = run_build("go-build", spec, BUILD_TIMEOUT)?;
+        if !out.stderr.is_empty() {
+            // "build.sh: Go programs built in 41s" when it did build; visible with --nocapture.
+            eprint!("{}", out.stderr);
+        }
+        tracing::debug!(elapsed = ?started.elapsed(), "go programs ready");
+        Ok(ClientPrograms { dir })
+    }
+}
+
 /// `$SLUICE_GO_CACHE`, else `$CARGO_TARGET_DIR/go-it`, else `<workspace>/target/go-it`.
+#[must_use]
 pub fn cache_dir() -> PathBuf {
     if let Some(dir) = env::var_os("SLUICE_GO_CACHE") {
         return PathBuf::from(dir);
@@ -145,40 +161,34 @@ pub fn cache_dir() -> PathBuf {
     target_dir().join("go-it")
 }
 
-/// `$CARGO_TARGET_DIR` (relative to the workspace when relative), else `<workspace>/target`.
-pub(crate) fn target_dir() -> PathBuf {
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
-    match env::var_os("CARGO_TARGET_DIR") {
-        Some(t) if Path::new(&t).is_absolute() => PathBuf::from(t),
-        Some(t) => workspace.join(t),
-        None => workspace.join("target"),
-    }
-}
-
 // ---------------------------------------------------------------- client processes
 
-/// A command for a client test program: loopback-checked `--namesrv`, `home` as `HOME` and
-/// working directory, no `NAMESRV_ADDR`, and the HTTP name server lookup (used by clients that
-/// have no name server configured) pointed at a closed loopback port.
-pub(crate) fn client_command(program: &Path, args: &[&str], home: &Path) -> Command {
+/// A client test program's run: loopback-checked `--namesrv`, `home` as `HOME` (and working
+/// directory: the child's directory), no `NAMESRV_ADDR`, and the HTTP name server lookup (used
+/// by clients that have no name server configured) pointed at a closed loopback port.
+///
+/// # Panics
+/// When a `--namesrv` argument is not on loopback.
+pub(crate) fn client_spec(program: &Path, args: &[&str], home: &Path) -> ProcessSpec {
     assert_loopback_args(args);
-    let mut cmd = Command::new(program);
-    cmd.args(args)
+    let name = program
+        .file_name()
+        .map_or_else(|| "client".to_owned(), |n| n.to_string_lossy().into_owned());
+    ProcessSpec::program(&name, program)
+        .args(args)
         .env("HOME", home)
         .env_remove("NAMESRV_ADDR")
         .env("rocketmq.namesrv.domain", "127.0.0.1:9")
-        .current_dir(home);
-    cmd
 }
 
 /// Spawns a client test program with a fresh temp `HOME`.
-pub(crate) fn spawn_client(program: &Path, args: &[&str]) -> ClientProcess {
-    let home = tempfile::Builder::new()
-        .prefix("sluice-client-")
-        .tempdir()
-        .expect("create a temp dir for the program's HOME");
-    let cmd = client_command(program, args, home.path());
-    match ClientProcess::spawn(cmd, Some(home)) {
+///
+/// # Panics
+/// When it cannot be started.
+pub(crate) fn spawn_client(program: &Path, args: &[&str]) -> ChildProcess {
+    let home = TestDir::new("client");
+    let spec = client_spec(program, args, home.path());
+    match ChildProcess::spawn(spec, home) {
         Ok(p) => p,
         Err(e) => panic!("cannot start {}: {e}", program.display()),
     }
@@ -212,7 +222,7 @@ pub struct Received {
     pub body: String,
 }
 
-impl ClientOutput {
+impl ChildOutput {
     /// The `SENT` lines, parsed.
     ///
     /// # Panics
@@ -281,7 +291,7 @@ mod tests {
 
     #[test]
     fn parses_result_lines() {
-        let out = ClientOutput::from_stdout(
+        let out = ChildOutput::from_stdout(
             "SENT ABC 7F00 3 7 SEND_OK\nSENT - 7F01 3 8 SEND_OK\nSTARTED g\n\
              RECV ABC 3 7 msg-1 with spaces\nRECV DEF 0 0 \nOK sent=2\n",
         );
@@ -308,9 +318,9 @@ mod tests {
     #[test]
     fn refuses_a_remote_name_server() {
         let home = std::env::temp_dir();
-        let _ = client_command(Path::new("true"), &["--namesrv", "127.0.0.1:1"], &home);
+        let _ = client_spec(Path::new("true"), &["--namesrv", "127.0.0.1:1"], &home);
         let remote = std::panic::catch_unwind(|| {
-            client_command(Path::new("true"), &["--namesrv", "10.1.2.3:9876"], &home)
+            client_spec(Path::new("true"), &["--namesrv", "10.1.2.3:9876"], &home)
         });
         assert!(remote.is_err());
     }

@@ -12,6 +12,9 @@
 //!   our listener is closed and while our child owns it. Lock files of processes that
 //!   are gone (crashed test runs) are taken over.
 //!
+//! Tests only ever talk to 127.0.0.0/8: [`assert_loopback`] and [`assert_loopback_args`] check
+//! the name server addresses handed to a client or a cluster.
+//!
 //! Processes that can bind port 0 and report their address (`mqnamesrv -o
 //! listenPort=0`) need no reservation at all; brokers, whose HA port is derived from
 //! their listen port and whose address must be known before they start, do.
@@ -205,6 +208,32 @@ fn next_random() -> u64 {
     x
 }
 
+/// Panics unless every address in a RocketMQ name server list (`a:p;b:p`) is on loopback: tests
+/// never talk to anything else.
+pub fn assert_loopback(namesrv: &str) {
+    for addr in namesrv.split(';').map(str::trim).filter(|a| !a.is_empty()) {
+        let host = match addr.rsplit_once(':') {
+            Some((host, _port)) => host,
+            None => addr,
+        };
+        let ok = host.starts_with("127.") || host == "localhost" || host == "[::1]";
+        assert!(
+            ok,
+            "name server {addr:?} is not on loopback; tests only talk to 127.0.0.0/8"
+        );
+    }
+}
+
+/// Panics unless every name server given on a test program's command line (`--namesrv`, `-n`,
+/// `-namesrv`, `--namesrvAddr`) is on loopback.
+pub fn assert_loopback_args(args: &[&str]) {
+    for pair in args.windows(2) {
+        if matches!(pair[0], "--namesrv" | "-n" | "-namesrv" | "--namesrvAddr") {
+            assert_loopback(pair[1]);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -249,5 +278,23 @@ mod tests {
             std::process::id().to_string()
         );
         assert!(!take_lock(&path));
+    }
+
+    #[test]
+    fn loopback_only() {
+        assert_loopback("127.0.0.1:9876");
+        assert_loopback("127.0.0.1:9876;localhost:9877");
+        assert_loopback_args(&["--namesrv", "127.0.0.1:1", "--topic", "10.0.0.1"]);
+        for args in [
+            &["--namesrv", "10.1.2.3:9876"][..],
+            &["-n", "example.com:9876"],
+            &["-namesrv", "127.0.0.1:1;192.168.0.1:2"],
+            &["--namesrvAddr", "10.0.0.1:9876"],
+        ] {
+            assert!(
+                std::panic::catch_unwind(|| assert_loopback_args(args)).is_err(),
+                "{args:?}"
+            );
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! Child processes of the drivers (`bench`, `reliability`): [`Proc`] runs one in a process
 //! group of its own, stopped on drop (SIGTERM to the group, SIGKILL after a grace period) and
 //! on panic (drop runs while unwinding); every child the test harness starts
-//! ([`crate::process`], [`crate::child`]) is [`track`]ed; on Ctrl-C / SIGTERM of a driver,
+//! ([`crate::harness::child`]) is [`track`]ed; on Ctrl-C / SIGTERM of a driver,
 //! [`install_signal_handler`] kills every group and tracked process still alive and runs the
 //! hooks registered with [`on_interrupt`] (unmounting a scratch file system, say). Also their
 //! CPU time and anonymous RSS from `/proc`.

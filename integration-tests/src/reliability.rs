@@ -13,12 +13,13 @@
 //! ```
 //!
 //! Layout:
-//! - `scenario`: the scenarios, the plan (sizes of quick and long runs), one run of one.
+//! - `scenario`: the scenarios, the plan (sizes of quick and long runs), a run's context and result.
+//! - `runner`: one run of one scenario, never a panic out of it.
 //! - `kill_loop`, `slave_kill`, `failover`, `disk_full`, `conn_flood`: the scenarios.
 //! - `tmpfs`: the size-limited file system of the disk-full scenario, unmounted on any exit.
 //! - `report`: results JSON, the invariants, RELIABILITY.md.
 //!
-//! The processes are the test harness's ([`crate::process`], [`crate::drill`]), killed on
+//! The processes are the test harness's ([`crate::harness`], [`crate::drill`]), killed on
 //! drop, on a failed step (the run's panic is caught and becomes its error) and on Ctrl-C
 //! ([`crate::procs`]).
 
@@ -27,6 +28,7 @@ pub mod disk_full;
 pub mod failover;
 pub mod kill_loop;
 pub mod report;
+pub mod runner;
 pub mod scenario;
 pub mod slave_kill;
 pub mod tmpfs;
@@ -38,21 +40,11 @@ use std::time::Instant;
 
 use clap::Parser;
 
-use crate::driver::{self, own_dir, utc_now, workspace_root};
+use crate::driver::{self, utc_now};
+use crate::harness::build::{self, own_dir, workspace_root};
 use crate::java::{V4, V5};
 use report::Results;
-use scenario::{Ctx, Kind, Outcome, Plan};
-
-/// The faults of each scenario kind.
-fn inject(ctx: &mut Ctx<'_>, kind: Kind) -> Result<Outcome, String> {
-    match kind {
-        Kind::Kill9 => kill_loop::run(ctx),
-        Kind::SlaveKill => slave_kill::run(ctx),
-        Kind::Failover { sync } => failover::run(ctx, sync),
-        Kind::DiskFull => disk_full::run(ctx),
-        Kind::Flood => conn_flood::run(ctx),
-    }
-}
+use scenario::Plan;
 
 /// `reliability` command line.
 #[derive(Debug, Parser)]
@@ -181,9 +173,9 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .parent()
         .map_or_else(|| root.join("target"), Path::to_owned);
     if !cli.no_build && cli.bin_dir.is_none() && std::env::var_os("SLUICE_SKIP_BUILD").is_none() {
-        driver::build_binaries(&bin_dir, "reliability")?;
+        build::build_binaries(&bin_dir, "reliability")?;
     }
-    for name in driver::BINARIES {
+    for name in build::BINARIES {
         if !bin_dir.join(name).is_file() {
             return Err(format!("{} is missing", bin_dir.join(name).display()));
         }
@@ -196,8 +188,8 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     });
     fs::create_dir_all(&out).map_err(|e| format!("{}: {e}", out.display()))?;
     // A copy of the binaries: others may rebuild target/ while a long run goes on.
-    let snapshot = driver::snapshot_binaries(&bin_dir, &out)?;
-    crate::process::use_bin_dir(&snapshot);
+    let snapshot = build::snapshot_binaries(&bin_dir, &out)?;
+    build::use_bin_dir(&snapshot);
     let (soft, hard) = raise_open_files();
 
     let profile = bin_dir
@@ -241,7 +233,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
                 sc.name,
                 plan.repeat
             );
-            let r = scenario::run(sc, rep, &plan, &out, inject);
+            let r = runner::run(sc, rep, &plan, &out);
             let line = if let Some(s) = &r.skipped {
                 format!("skipped: {s}")
             } else if r.ok {

@@ -24,18 +24,20 @@
 //! assert_eq!(out.sent().len(), 3);
 //! ```
 //!
-//! Programs run like the Go ones (same [`ClientProcess`] / [`ClientOutput`], same result lines,
-//! fresh temp `HOME`, loopback-only `--namesrv`).
+//! Programs run like the Go ones (the same [`ClientPrograms`], a child process each, the same
+//! result lines, fresh temp `HOME`, loopback-only `--namesrv`).
 
 use std::env;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub use crate::go::{ClientOutput, ClientProcess, Received, Sent};
-use crate::go::{client_command, spawn_client, target_dir};
+use crate::go::built_once;
+pub use crate::go::{ClientPrograms, Received, Sent};
+use crate::harness::ProcessSpec;
+use crate::harness::build::target_dir;
+use crate::harness::child::run_build;
 
 /// The Rust producer: sync / async / oneway sends, optionally batched.
 pub const PRODUCER: &str = "producer";
@@ -47,22 +49,21 @@ pub const CLIENT_CRATE: &str = "rocketmq-client-rust 1.0.0";
 /// A cold build compiles ~360 crates: about 5 minutes on 2 cores.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(30 * 60);
 
-/// The built rocketmq-client-rust test programs.
+/// The rocketmq-client-rust test programs.
 #[derive(Debug)]
-pub struct RustClient {
-    dir: PathBuf,
-}
+pub struct RustClient;
 
-static RUST_CLIENT: OnceLock<Result<RustClient, String>> = OnceLock::new();
+static RUST_PROGRAMS: OnceLock<Result<ClientPrograms, String>> = OnceLock::new();
 
 impl RustClient {
     /// The programs, built on first use in this process.
     ///
     /// # Panics
     /// When the build fails, with cargo's output.
-    pub fn get() -> &'static RustClient {
+    #[must_use]
+    pub fn get() -> &'static ClientPrograms {
         match Self::try_get() {
-            Ok(client) => client,
+            Ok(programs) => programs,
             Err(e) => panic!("cannot build the rocketmq-client-rust test programs:\n{e}"),
         }
     }
@@ -71,29 +72,21 @@ impl RustClient {
     ///
     /// # Errors
     /// Cargo's output when the build failed (remembered: later calls fail the same way).
-    pub fn try_get() -> Result<&'static RustClient, String> {
-        RUST_CLIENT
-            .get_or_init(Self::build)
-            .as_ref()
-            .map_err(Clone::clone)
+    pub fn try_get() -> Result<&'static ClientPrograms, String> {
+        built_once(&RUST_PROGRAMS, Self::build)
     }
 
-    fn build() -> Result<RustClient, String> {
+    fn build() -> Result<ClientPrograms, String> {
         let target = cache_dir();
         let manifest = project_dir().join("Cargo.toml");
         let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let mut cmd = Command::new(&cargo);
-        cmd.args(["build", "--locked", "--bins", "--manifest-path"])
+        let spec = ProcessSpec::program("build", &cargo)
+            .args(["build", "--locked", "--bins", "--manifest-path"])
             .arg(&manifest)
             .env("CARGO_TARGET_DIR", &target)
             .env("CARGO_TERM_COLOR", "never");
         let started = Instant::now();
-        let out = ClientProcess::spawn(cmd, None)
-            .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?
-            .wait(BUILD_TIMEOUT);
-        if !out.success() {
-            return Err(out.to_string());
-        }
+        let out = run_build("rust-client-build", spec, BUILD_TIMEOUT)?;
         if out.stderr.contains("Compiling") {
             // Visible with --nocapture: what a cold build costs.
             eprintln!(
@@ -103,41 +96,7 @@ impl RustClient {
             );
         }
         tracing::debug!(elapsed = ?started.elapsed(), "rust client programs ready");
-        Ok(RustClient {
-            dir: target.join("debug"),
-        })
-    }
-
-    /// The directory holding the binaries.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The path of one program ([`PRODUCER`], [`CONSUMER`]).
-    pub fn program(&self, name: &str) -> PathBuf {
-        self.dir.join(name)
-    }
-
-    /// A command for `program` with `home` as `HOME` and working directory. Stdio is left to the
-    /// caller.
-    ///
-    /// # Panics
-    /// When a `--namesrv` argument is not on loopback.
-    pub fn command(&self, program: &str, args: &[&str], home: &Path) -> Command {
-        client_command(&self.program(program), args, home)
-    }
-
-    /// Starts `program` in the background. The process is killed when the handle is dropped.
-    ///
-    /// # Panics
-    /// When it cannot be started.
-    pub fn spawn(&self, program: &str, args: &[&str]) -> ClientProcess {
-        spawn_client(&self.program(program), args)
-    }
-
-    /// Runs `program` to completion, killing it after `timeout`.
-    pub fn run(&self, program: &str, args: &[&str], timeout: Duration) -> ClientOutput {
-        self.spawn(program, args).wait(timeout)
+        Ok(ClientPrograms::new(target.join("debug")))
     }
 }
 

@@ -86,16 +86,7 @@ fn quick_bench_of_every_scenario_on_sluice() {
 
 #[test]
 fn quick_bench_against_apache_rocketmq() {
-    let have = |p: &str| {
-        Command::new(p)
-            .arg("-version")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !have("java") || !have("mvn") {
-        eprintln!("skipped: java or mvn missing");
-        return;
-    }
+    integration_tests::require_tools!(Java, Maven);
     let out = tempfile::tempdir().unwrap();
     let results = run_driver(
         out.path(),

@@ -22,7 +22,7 @@ use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 use integration_tests::flood::{StormPlan, StormReport, raise_nofile_limit, storm};
-use integration_tests::process::{BrokerProcess, NamesrvProcess};
+use integration_tests::harness::{BrokerProcess, NamesrvProcess};
 use remoting::{RemotingCommand, RequestCode};
 
 /// Connections per storm.
@@ -48,7 +48,7 @@ fn check(report: &StormReport) {
     let accepted = report
         .accepted_in
         .unwrap_or_else(|| panic!("the server never held every connection:\n{report}"));
-    let bound = if integration_tests::process::optimized_binaries() {
+    let bound = if integration_tests::harness::optimized_binaries() {
         ACCEPT_BOUND
     } else {
         ACCEPT_BOUND_DEBUG

@@ -26,8 +26,8 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use integration_tests::client::{SyncClient, send_request};
+use integration_tests::harness::{ChildProcess, NamesrvProcess, ProcessSpec, TestDir, binary};
 use integration_tests::ports::{self, PortReservation};
-use integration_tests::process::{ChildProcess, NamesrvProcess, ProcessSpec, TestDir, binary};
 
 /// CommitLog file size for the test brokers (the configs say 1 GiB).
 const TEST_COMMIT_LOG_SIZE: u64 = 16 * 1024 * 1024;

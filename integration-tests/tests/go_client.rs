@@ -26,15 +26,18 @@ fn go_client() -> ClientUnderTest {
 
 #[test]
 fn go_producer_sends_sync_async_and_batch_to_an_auto_created_topic() {
+    integration_tests::require_tools!(Go);
     go_client().sends_sync_async_and_batch();
 }
 
 #[test]
 fn go_producer_oneway_sends_land() {
+    integration_tests::require_tools!(Go);
     go_client().oneway_sends_land();
 }
 
 #[test]
 fn go_push_consumer_receives_every_message_exactly_once() {
+    integration_tests::require_tools!(Go);
     go_client().push_consumer_receives_every_message_exactly_once();
 }

@@ -51,10 +51,10 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use integration_tests::drill::{
-    self, Books, DrillProducer, Failover, Pair, ProducerOptions, Round, RoundFigures,
+    self, Books, DrillProducer, Failover, ProducerOptions, Round, RoundFigures,
 };
+use integration_tests::harness::{HaPair, TestDir, unique_name};
 use integration_tests::java::{JavaTools, V4, V5};
-use integration_tests::process::TestDir;
 
 /// Messages acknowledged before the master goes away.
 const ACKS_BEFORE_KILL: usize = 300;
@@ -154,13 +154,14 @@ fn drill(role: &str, client: &str, mode: &'static str, failover: Failover) -> Re
     } else {
         "ASYNC_FLUSH"
     };
-    let mut pair = Pair::start(role, &[("flushDiskType", flush)], 4);
+    let topic = unique_name("Drill");
+    let mut pair = HaPair::start(role, &[("flushDiskType", flush)], &[(&topic, 4)]);
 
     // Continuous sends.
     let producer = DrillProducer::start(
         java,
         &pair.namesrv(),
-        &pair.topic,
+        &topic,
         work.path(),
         ProducerOptions {
             mode,
@@ -173,7 +174,7 @@ fn drill(role: &str, client: &str, mode: &'static str, failover: Failover) -> Re
         "the producer did not get {ACKS_BEFORE_KILL} acks: {:?}",
         producer.last_lines(5)
     );
-    let round = pair.failover(failover, &producer);
+    let round = drill::failover(&mut pair, failover, &producer);
     thread::sleep(TAIL);
 
     // Stop, and read everything back.
@@ -185,11 +186,11 @@ fn drill(role: &str, client: &str, mode: &'static str, failover: Failover) -> Re
         .unwrap();
     let status = new_master.ha_status().unwrap();
     assert!(status.is_master() && status.broker_id == 0, "{status:?}");
-    let drained = drill::drain(java, &pair.namesrv(), &pair.topic, Duration::from_secs(120));
+    let drained = drill::drain(java, &pair.namesrv(), &topic, Duration::from_secs(120));
 
     // The old master's log is now the new master's, byte for byte: cut to the common prefix
     // (the promotion point) and following.
-    let same = integration_tests::process::compare_store_files(
+    let same = integration_tests::harness::compare_store_files(
         &new_master.commit_log_dir(),
         &old_master.commit_log_dir(),
     );
@@ -286,6 +287,7 @@ fn assert_nothing_lost(report: &Report) {
 
 #[test]
 fn sync_master_switchover_drill() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V4, "sync", Failover::Switchover);
     assert_nothing_lost(&report);
     assert!(
@@ -296,6 +298,7 @@ fn sync_master_switchover_drill() {
 
 #[test]
 fn sync_master_drill() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V4, "sync", Failover::Kill);
     assert_nothing_lost(&report);
     assert!(
@@ -306,6 +309,7 @@ fn sync_master_drill() {
 
 #[test]
 fn async_master_drill() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("ASYNC_MASTER", V5, "sync", Failover::Kill);
     // Loss is allowed here, bounded by the replication lag at the kill; it is printed above.
     eprintln!(
@@ -318,6 +322,7 @@ fn async_master_drill() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_switchover_drill_5_3_3_async_sends() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V5, "async", Failover::Switchover);
     assert_nothing_lost(&report);
 }
@@ -325,6 +330,7 @@ fn sync_master_switchover_drill_5_3_3_async_sends() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_drill_5_3_3_async_sends() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V5, "async", Failover::Kill);
     assert_nothing_lost(&report);
 }
@@ -332,6 +338,7 @@ fn sync_master_drill_5_3_3_async_sends() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_drill_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V5, "sync", Failover::Kill);
     assert_nothing_lost(&report);
 }
@@ -339,6 +346,7 @@ fn sync_master_drill_5_3_3() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn sync_master_drill_4_9_8_async_sends() {
+    integration_tests::require_tools!(Java, Maven);
     let report = drill("SYNC_MASTER", V4, "async", Failover::Kill);
     assert_nothing_lost(&report);
 }
@@ -346,11 +354,13 @@ fn sync_master_drill_4_9_8_async_sends() {
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn async_master_drill_4_9_8() {
+    integration_tests::require_tools!(Java, Maven);
     drill("ASYNC_MASTER", V4, "sync", Failover::Kill);
 }
 
 #[test]
 #[ignore = "slow: the remaining client/send-mode combinations; run with --ignored"]
 fn async_master_switchover_drill() {
+    integration_tests::require_tools!(Java, Maven);
     drill("ASYNC_MASTER", V4, "sync", Failover::Switchover);
 }

@@ -27,16 +27,15 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{self, JavaTools, Recv, Sent, V4, unique_name};
-use integration_tests::ports;
-use integration_tests::process::{
-    ChildProcess, HaBrokerProcess, NamesrvProcess, ProcessSpec, Readiness, TestDir,
-    broker_has_topic, compare_store_files, create_topic, registered_ids, wait_until,
+use integration_tests::harness::tools::java_binary;
+use integration_tests::harness::{
+    BrokerProcess, ChildProcess, NamesrvProcess, ProcessSpec, Readiness, TestDir, broker_has_topic,
+    compare_store_files, create_topic, registered_ids, unique_name, wait_until,
 };
+use integration_tests::java::{JavaTools, Recv, Sent, V4, apache_dist};
+use integration_tests::ports;
 
 const MESSAGES: usize = 100;
 /// Apache brokers run on one of these.
@@ -65,51 +64,10 @@ const BROKER_JVM_FLAGS: &[&str] = &[
 /// How long an Apache broker may take to start (a cold JVM on a busy 2-core machine).
 const APACHE_READY: Duration = Duration::from_secs(90);
 
-/// `java-broker/build.sh VERSION <cache>/apache-broker`, once per version and process: the class
-/// path and `ROCKETMQ_HOME`.
-fn apache_broker(version: &str) -> (String, PathBuf) {
-    static BUILT: Mutex<Vec<(String, String, PathBuf)>> = Mutex::new(Vec::new());
-    let mut built = BUILT.lock().unwrap_or_else(PoisonError::into_inner);
-    if let Some((_, cp, home)) = built.iter().find(|(v, _, _)| v == version) {
-        return (cp.clone(), home.clone());
-    }
-    let out_dir = java::cache_dir().join("apache-broker");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("java-broker")
-        .join("build.sh");
-    let out = Command::new("bash")
-        .arg(&script)
-        .arg(version)
-        .arg(&out_dir)
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {}: {e}", script.display()));
-    assert!(
-        out.status.success(),
-        "{} {version} failed:\n{}",
-        script.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let dir = out_dir.join(version);
-    let cp = fs::read_to_string(dir.join("classpath.txt"))
-        .unwrap()
-        .trim()
-        .to_owned();
-    let home = dir.join("rocketmq-home");
-    built.push((version.to_owned(), cp.clone(), home.clone()));
-    (cp, home)
-}
-
-fn java_binary() -> PathBuf {
-    std::env::var_os("JAVA_HOME")
-        .map(|h| Path::new(&h).join("bin").join("java"))
-        .filter(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("java"))
-}
-
-/// An Apache RocketMQ broker of pair [`HA_BROKER_NAME`](integration_tests::process::HA_BROKER_NAME)
+/// An Apache RocketMQ broker of pair [`HA_BROKER_NAME`](integration_tests::harness::HA_BROKER_NAME)
 /// registered with our name server: `brokerIP1`/`brokerIP2` 127.0.0.1, 16 MiB CommitLog files (as
 /// ours), no ACL, its store and `user.home` (its logs: `home/logs/rocketmqlogs/`) in a temp dir.
-/// Ports as [`HaBrokerProcess`]'s: `listenPort - 2` (its VIP channel) to `listenPort + 1` (HA).
+/// Ports as [`BrokerProcess`]'s: `listenPort - 2` (its VIP channel) to `listenPort + 1` (HA).
 struct ApacheBroker {
     process: ChildProcess,
     port: u16,
@@ -117,7 +75,8 @@ struct ApacheBroker {
 
 impl ApacheBroker {
     fn start(version: &str, namesrv: &str, role: &str, id: i64, extra: &[(&str, &str)]) -> Self {
-        let (classpath, rocketmq_home) = apache_broker(version);
+        let dist = apache_dist(version).unwrap_or_else(|e| panic!("{e}"));
+        let (classpath, rocketmq_home) = (dist.classpath, dist.home);
         let dir = TestDir::new(&format!("apache-{version}-{}", role.to_lowercase()));
         let ports = ports::reserve_consecutive(4);
         let port = ports[2].port();
@@ -212,7 +171,7 @@ fn wait_sync_ok(namesrv: &str) {
     let probe = unique_name("InteropProbe");
     let mut last = None;
     let ok = wait_until(Duration::from_secs(60), || {
-        let out = integration_tests::process::mqadmin(
+        let out = integration_tests::harness::mqadmin(
             namesrv,
             &["sendMessage", "-t", &probe, "-p", "probe"],
         );
@@ -310,7 +269,7 @@ fn java_slave_follows_sluice_master(version: &str) {
     let java = JavaTools::get(V4);
     let ns = NamesrvProcess::start();
     let ns_addr = ns.addr();
-    let master = HaBrokerProcess::start_master("sluice-master", &ns_addr, "SYNC_MASTER", &[]);
+    let master = BrokerProcess::start_master("sluice-master", &ns_addr, "SYNC_MASTER", &[]);
     let topic = unique_name("InteropJs");
     create_topic(&ns_addr, &topic, 4);
 
@@ -376,7 +335,7 @@ fn sluice_slave_follows_java_master(version: &str) {
     create_topic(&ns_addr, &topic, 4);
 
     // The sluice slave learns the Java master's HA address from the name server.
-    let slave = HaBrokerProcess::start(
+    let slave = BrokerProcess::start_as(
         "sluice-slave",
         &ns_addr,
         "SLAVE",
@@ -423,21 +382,25 @@ fn sluice_slave_follows_java_master(version: &str) {
 
 #[test]
 fn java_slave_follows_sluice_master_4_9_7() {
+    integration_tests::require_tools!(Java, Maven);
     java_slave_follows_sluice_master(APACHE_4);
 }
 
 #[test]
 fn sluice_slave_follows_java_master_4_9_7() {
+    integration_tests::require_tools!(Java, Maven);
     sluice_slave_follows_java_master(APACHE_4);
 }
 
 #[test]
 #[ignore = "slow (a 5.3.3 slave copies its master's topics 60 s after start); run with --ignored"]
 fn java_slave_follows_sluice_master_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
     java_slave_follows_sluice_master(APACHE_5);
 }
 
 #[test]
 fn sluice_slave_follows_java_master_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
     sluice_slave_follows_java_master(APACHE_5);
 }

@@ -28,10 +28,11 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{JavaTools, Recv, Sent, V4, unique_name};
-use integration_tests::process::{
-    HaBrokerProcess, NamesrvProcess, compare_store_files, try_request, wait_until,
+use integration_tests::client::try_request;
+use integration_tests::harness::{
+    BrokerProcess, HaPair, NamesrvProcess, compare_store_files, unique_name, wait_until,
 };
+use integration_tests::java::{JavaTools, Recv, Sent, V4};
 use remoting::protocol::broker::{
     QueryConsumerOffsetRequestHeader, QueryConsumerOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
@@ -44,27 +45,14 @@ const SERVICE_NOT_AVAILABLE: i32 = 14;
 
 /// A master, a topic of 4 queues on it, then a slave following it.
 struct Pair {
-    ns: NamesrvProcess,
-    master: HaBrokerProcess,
-    slave: HaBrokerProcess,
+    ha: HaPair,
     topic: String,
 }
 
-fn pair(slave_settings: &[(&str, &str)]) -> Pair {
-    let ns = NamesrvProcess::start();
-    let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
+fn pair() -> Pair {
     let topic = unique_name("HaRepl");
-    master.create_topic(&topic, 4);
-    let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, slave_settings);
-    slave
-        .wait_following(&master, Duration::from_secs(20))
-        .unwrap();
-    Pair {
-        ns,
-        master,
-        slave,
-        topic,
-    }
+    let ha = HaPair::start("SYNC_MASTER", &[], &[(&topic, 4)]);
+    Pair { ha, topic }
 }
 
 impl Pair {
@@ -73,7 +61,8 @@ impl Pair {
     fn wait_tables_copied(&self) {
         assert!(
             wait_until(Duration::from_secs(15), || self
-                .slave
+                .ha
+                .slave()
                 .has_topic(&self.topic)),
             "the slave did not copy the topic table within 15 s of following its master"
         );
@@ -84,7 +73,7 @@ impl Pair {
             "sluice.it.Producer",
             &[
                 "--namesrv",
-                &self.ns.addr(),
+                &self.ha.namesrv(),
                 "--topic",
                 &self.topic,
                 "--count",
@@ -108,7 +97,7 @@ impl Pair {
             "sluice.it.PushConsumer",
             &[
                 "--namesrv",
-                &self.ns.addr(),
+                &self.ha.namesrv(),
                 "--topic",
                 &self.topic,
                 "--group",
@@ -150,33 +139,37 @@ fn assert_received_all(recv: &[Recv], sent: &[Sent], out: &str) {
 
 #[test]
 fn slave_mirrors_master_refuses_writes_and_serves_reads() {
+    integration_tests::require_tools!(Java, Maven);
     let started = Instant::now();
     let java = JavaTools::get(V4);
-    let mut p = pair(&[]);
+    let mut p = pair();
     p.wait_tables_copied();
     let sent = p.produce(java);
 
     // Caught up: the same bytes on disk.
-    p.slave
-        .wait_following(&p.master, Duration::from_secs(30))
+    p.ha.slave()
+        .wait_following(p.ha.master(), Duration::from_secs(30))
         .unwrap();
-    let status = p.master.ha_status().unwrap();
-    let files = compare_store_files(&p.master.commit_log_dir(), &p.slave.commit_log_dir())
-        .unwrap_or_else(|e| panic!("CommitLog: {e}"));
+    let status = p.ha.master().ha_status().unwrap();
+    let files = compare_store_files(
+        &p.ha.master().commit_log_dir(),
+        &p.ha.slave().commit_log_dir(),
+    )
+    .unwrap_or_else(|e| panic!("CommitLog: {e}"));
     let mut queues = 0;
     for q in 0..4 {
         let rel = format!("consumequeue/{}/{q}", p.topic);
         queues += compare_store_files(
-            &p.master.store_dir().join(&rel),
-            &p.slave.store_dir().join(&rel),
+            &p.ha.master().store_dir().join(&rel),
+            &p.ha.slave().store_dir().join(&rel),
         )
         .unwrap_or_else(|e| panic!("{rel}: {e}"));
     }
 
     // The slave refuses writes and its log stays as it was.
-    let before = p.slave.ha_status().unwrap().max_offset;
+    let before = p.ha.slave().ha_status().unwrap().max_offset;
     let answer = try_request(
-        &p.slave.addr(),
+        &p.ha.slave().addr(),
         integration_tests::client::send_request(&p.topic, b"to the slave"),
     )
     .unwrap();
@@ -186,15 +179,15 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
         "a send to the slave: {:?}",
         answer.remark()
     );
-    assert_eq!(p.slave.ha_status().unwrap().max_offset, before);
+    assert_eq!(p.ha.slave().ha_status().unwrap().max_offset, before);
 
     // The master dies; the slave, told it may serve reads, serves them all.
-    p.master.kill();
-    p.slave
+    p.ha.master_mut().kill();
+    p.ha.slave()
         .mqadmin(&[
             "updateBrokerConfig",
             "-b",
-            &p.slave.addr(),
+            &p.ha.slave().addr(),
             "-k",
             "slaveReadEnable",
             "-v",
@@ -220,14 +213,15 @@ fn slave_mirrors_master_refuses_writes_and_serves_reads() {
 /// client pulls from the slave again, so consumers keep reading.
 #[test]
 fn slave_serves_reads_without_master_by_default() {
+    integration_tests::require_tools!(Java, Maven);
     let java = JavaTools::get(V4);
-    let mut p = pair(&[]);
+    let mut p = pair();
     p.wait_tables_copied();
     let sent = p.produce(java);
-    p.slave
-        .wait_following(&p.master, Duration::from_secs(30))
+    p.ha.slave()
+        .wait_following(p.ha.master(), Duration::from_secs(30))
         .unwrap();
-    p.master.kill();
+    p.ha.master_mut().kill();
     let (recv, out) = p.consume(java);
     assert_received_all(&recv, &sent, &out);
 }
@@ -235,9 +229,9 @@ fn slave_serves_reads_without_master_by_default() {
 /// A slave started after its master knows the master's topics within seconds.
 #[test]
 fn slave_copies_topics_soon_after_start() {
-    let p = pair(&[]);
+    let p = pair();
     assert!(
-        wait_until(Duration::from_secs(15), || p.slave.has_topic(&p.topic)),
+        wait_until(Duration::from_secs(15), || p.ha.slave().has_topic(&p.topic)),
         "the slave does not know topic {} 15 s after it started following its master",
         p.topic
     );
@@ -248,7 +242,7 @@ fn slave_copies_topics_soon_after_start() {
 #[test]
 fn slave_copies_groups_and_consumer_offsets() {
     let ns = NamesrvProcess::start();
-    let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
+    let master = BrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
     let topic = unique_name("HaOffsets");
     let group = unique_name("HaOffsetsG");
     master.create_topic(&topic, 2);
@@ -268,7 +262,7 @@ fn slave_copies_groups_and_consumer_offsets() {
     .unwrap();
     assert_eq!(r.code(), 0, "{:?}", r.header.remark);
 
-    let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, &[]);
+    let slave = BrokerProcess::start_as("slave", &ns.addr(), "SLAVE", 1, &[]);
     slave
         .wait_following(&master, Duration::from_secs(20))
         .unwrap();
@@ -314,8 +308,8 @@ fn slave_copies_groups_and_consumer_offsets() {
 #[test]
 fn slave_started_before_its_master_follows_it_soon() {
     let ns = NamesrvProcess::start();
-    let slave = HaBrokerProcess::start("slave", &ns.addr(), "SLAVE", 1, &[]);
-    let master = HaBrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
+    let slave = BrokerProcess::start_as("slave", &ns.addr(), "SLAVE", 1, &[]);
+    let master = BrokerProcess::start_master("master", &ns.addr(), "SYNC_MASTER", &[]);
     let started = Instant::now();
     slave
         .wait_following(&master, Duration::from_secs(10))

@@ -29,10 +29,10 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{JavaTools, Recv, Sent, V4, unique_name};
-use integration_tests::process::{
-    HaBrokerProcess, MqadminOutput, NamesrvProcess, mqadmin, registered_ids, wait_until,
+use integration_tests::harness::{
+    BrokerProcess, HaPair, MqadminOutput, mqadmin, registered_ids, unique_name, wait_until,
 };
+use integration_tests::java::{JavaTools, Recv, Sent, V4};
 
 const STARTED: &str = "schedule service started";
 const STOPPED: &str = "schedule service stopped";
@@ -41,7 +41,7 @@ const M1_DELAY: Duration = Duration::from_secs(10);
 const ROUNDS: usize = 3;
 
 /// Messages in the topic's 4 queues on `broker`.
-fn messages_in(broker: &HaBrokerProcess, topic: &str) -> i64 {
+fn messages_in(broker: &BrokerProcess, topic: &str) -> i64 {
     (0..4)
         .map(|q| broker.max_offset_in_queue(topic, q).unwrap_or(0))
         .sum()
@@ -63,13 +63,13 @@ fn race(namesrv: &str, requests: &[Vec<String>]) -> Vec<MqadminOutput> {
     })
 }
 
-fn to_master(broker: &HaBrokerProcess) -> Vec<String> {
+fn to_master(broker: &BrokerProcess) -> Vec<String> {
     ["switchRole", "-b", &broker.addr(), "-r", "MASTER"]
         .map(str::to_owned)
         .to_vec()
 }
 
-fn to_slave_of(broker: &HaBrokerProcess, master: &HaBrokerProcess) -> Vec<String> {
+fn to_slave_of(broker: &BrokerProcess, master: &BrokerProcess) -> Vec<String> {
     [
         "switchRole",
         "-b",
@@ -84,7 +84,7 @@ fn to_slave_of(broker: &HaBrokerProcess, master: &HaBrokerProcess) -> Vec<String
 }
 
 /// The schedule service's start/stop lines of a broker's log, in order: true = started.
-fn schedule_events(broker: &HaBrokerProcess) -> Vec<bool> {
+fn schedule_events(broker: &BrokerProcess) -> Vec<bool> {
     let p = broker.process_ref();
     format!("{}\n{}", p.stdout(), p.stderr())
         .lines()
@@ -102,7 +102,7 @@ fn schedule_events(broker: &HaBrokerProcess) -> Vec<bool> {
 
 /// Starts and stops alternate, beginning with a start; returns whether it runs now.
 #[track_caller]
-fn schedule_running(broker: &HaBrokerProcess, name: &str) -> bool {
+fn schedule_running(broker: &BrokerProcess, name: &str) -> bool {
     let events = schedule_events(broker);
     for (i, pair) in events.windows(2).enumerate() {
         assert_ne!(
@@ -120,12 +120,7 @@ fn schedule_running(broker: &HaBrokerProcess, name: &str) -> bool {
 }
 
 /// Whether the name server lists `master` as id 0 and `slave` as id 1, within `timeout`.
-fn route_is(
-    ns: &str,
-    master: &HaBrokerProcess,
-    slave: &HaBrokerProcess,
-    timeout: Duration,
-) -> bool {
+fn route_is(ns: &str, master: &BrokerProcess, slave: &BrokerProcess, timeout: Duration) -> bool {
     wait_until(timeout, || {
         registered_ids(ns, &master.addr()) == [0] && registered_ids(ns, &slave.addr()) == [1]
     })
@@ -134,7 +129,7 @@ fn route_is(
 /// Exactly one master (`master`), the other its connected slave holding the same log, the
 /// schedule service running exactly on the master, and the name server listing both so.
 #[track_caller]
-fn assert_consistent(ns: &str, master: &HaBrokerProcess, slave: &HaBrokerProcess, step: &str) {
+fn assert_consistent(ns: &str, master: &BrokerProcess, slave: &BrokerProcess, step: &str) {
     let t = Instant::now();
     assert!(
         route_is(ns, master, slave, Duration::from_secs(10)),
@@ -163,18 +158,15 @@ fn assert_consistent(ns: &str, master: &HaBrokerProcess, slave: &HaBrokerProcess
 
 #[test]
 fn racing_switches_leave_one_master_and_one_schedule_service() {
+    integration_tests::require_tools!(Java, Maven);
     let started = Instant::now();
     let java = JavaTools::get(V4);
-    let ns = NamesrvProcess::start();
-    let ns_addr = ns.addr();
-    let a = HaBrokerProcess::start_master("a", &ns_addr, "ASYNC_MASTER", &[]);
     // M0 and M1 go to topics of their own, so each one's deliveries can be counted.
     let (topic0, topic) = (unique_name("HaSwitch0"), unique_name("HaSwitch1"));
-    for t in [&topic0, &topic] {
-        a.create_topic(t, 4);
-    }
-    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
-    b.wait_following(&a, Duration::from_secs(20)).unwrap();
+    let pair = HaPair::start("ASYNC_MASTER", &[], &[(&topic0, 4), (&topic, 4)]);
+    let ns_addr = pair.namesrv();
+    // `a` and `b` stay the brokers they are; the switches below change their roles.
+    let (a, b) = (pair.master(), pair.slave());
     // B copied A's tables when it learned its master, so it knows the topics whenever it is
     // master.
     assert!(
@@ -182,7 +174,7 @@ fn racing_switches_leave_one_master_and_one_schedule_service() {
             && b.has_topic(&topic0)),
         "B did not copy A's topics"
     );
-    assert_consistent(&ns_addr, &a, &b, "start");
+    assert_consistent(&ns_addr, a, b, "start");
 
     // M0: delivered by A before anything switches.
     let send = |topic: &str, level: &str| -> Sent {
@@ -209,16 +201,16 @@ fn racing_switches_leave_one_master_and_one_schedule_service() {
     // (The SENT line's queue id is no help here: sluice answers a delayed send with the
     // SCHEDULE_TOPIC_XXXX queue, RocketMQ with the queue the client chose.)
     assert!(
-        wait_until(Duration::from_secs(15), || messages_in(&a, &topic0) >= 1),
+        wait_until(Duration::from_secs(15), || messages_in(a, &topic0) >= 1),
         "M0 was not delivered"
     );
-    b.wait_following(&a, Duration::from_secs(20)).unwrap();
+    b.wait_following(a, Duration::from_secs(20)).unwrap();
     // M1: pending through all the switches.
     let m1 = send(&topic, "3");
     let m1_due = Instant::now() + M1_DELAY;
 
     // Five promotions of B at once: one does it, four find it done.
-    let outs = race(&ns_addr, &vec![to_master(&b); 5]);
+    let outs = race(&ns_addr, &vec![to_master(b); 5]);
     for o in &outs {
         o.assert_ok();
         assert_eq!(o.value("role"), Some("ASYNC_MASTER"), "{o}");
@@ -235,14 +227,14 @@ fn racing_switches_leave_one_master_and_one_schedule_service() {
     );
     let o = mqadmin(
         &ns_addr,
-        &to_slave_of(&a, &b)
+        &to_slave_of(a, b)
             .iter()
             .map(String::as_str)
             .collect::<Vec<_>>(),
     );
     o.assert_ok();
     assert_eq!(o.value("changed"), Some("true"), "{o}");
-    assert_consistent(&ns_addr, &b, &a, "after the first switch");
+    assert_consistent(&ns_addr, b, a, "after the first switch");
 
     // Rounds of flips, each racing promotions of the slave against demotions of the master.
     let (mut master, mut slave) = (&b, &a);
@@ -336,15 +328,15 @@ fn racing_switches_leave_one_master_and_one_schedule_service() {
     );
     assert!(m0_stored >= 1, "M0 lost");
     assert_consistent(&ns_addr, master, slave, "the end");
-    let starts = |x: &HaBrokerProcess| x.process_ref().count_in_log(STARTED);
+    let starts = |x: &BrokerProcess| x.process_ref().count_in_log(STARTED);
     eprintln!(
         "HA role switch: 5 racing promotions (1 changed), {ROUNDS} racing flip rounds and a \
          contradictory race; final master {} ; schedule service starts A={} B={}; \
          M1 (pending through the flips) delivered {m1_count}x; M0 (delivered before) present \
          {m0_stored}x; contradictory race won by {}{}; took {:.1}s",
         master.addr(),
-        starts(&a),
-        starts(&b),
+        starts(a),
+        starts(b),
         if slave_won { "MASTER" } else { "SLAVE" },
         if route_lost {
             ", the name server had lost the master (re-registered)"

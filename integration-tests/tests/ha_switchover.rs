@@ -20,21 +20,16 @@
 use std::net::TcpListener;
 use std::time::Duration;
 
-use integration_tests::client::{SyncClient, send_request};
-use integration_tests::process::{
-    HaBrokerProcess, NamesrvProcess, mqadmin, registered_ids, try_request, wait_caught_up,
-    wait_until,
-};
+use integration_tests::client::{SyncClient, send_request, try_request};
+use integration_tests::harness::{HaPair, mqadmin, registered_ids, wait_caught_up, wait_until};
 
 const SETTLE: Duration = Duration::from_secs(20);
 
 #[test]
 fn a_promotion_whose_ha_port_is_taken_leaves_the_read_only_slave_it_was() {
-    let ns = NamesrvProcess::start();
-    let ns_addr = ns.addr();
-    let a = HaBrokerProcess::start_master("a", &ns_addr, "SYNC_MASTER", &[]);
-    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
-    b.wait_following(&a, SETTLE).unwrap();
+    let pair = HaPair::start("SYNC_MASTER", &[], &[]);
+    let ns_addr = pair.namesrv();
+    let (a, b) = (pair.master(), pair.slave());
     a.create_topic("T", 4);
 
     let holder = TcpListener::bind(b.ha_addr()).unwrap();
@@ -75,11 +70,9 @@ fn a_promotion_whose_ha_port_is_taken_leaves_the_read_only_slave_it_was() {
 fn a_planned_switchover_loses_no_acknowledged_send() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
-    let ns = NamesrvProcess::start();
-    let ns_addr = ns.addr();
-    let a = HaBrokerProcess::start_master("a", &ns_addr, "ASYNC_MASTER", &[]);
-    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
-    b.wait_following(&a, SETTLE).unwrap();
+    let pair = HaPair::start("ASYNC_MASTER", &[], &[]);
+    let ns_addr = pair.namesrv();
+    let (a, b) = (pair.master(), pair.slave());
     a.create_topic("S", 4);
     let stop = AtomicBool::new(false);
     let (acked, promoted, a_while_fenced, demoted) = std::thread::scope(|scope| {
@@ -149,11 +142,9 @@ fn a_planned_switchover_loses_no_acknowledged_send() {
 
 #[test]
 fn a_switchover_undone_leaves_the_old_master_writable_and_routed() {
-    let ns = NamesrvProcess::start();
-    let ns_addr = ns.addr();
-    let a = HaBrokerProcess::start_master("a", &ns_addr, "ASYNC_MASTER", &[]);
-    let b = HaBrokerProcess::start("b", &ns_addr, "SLAVE", 1, &[]);
-    b.wait_following(&a, SETTLE).unwrap();
+    let pair = HaPair::start("ASYNC_MASTER", &[], &[]);
+    let ns_addr = pair.namesrv();
+    let (a, b) = (pair.master(), pair.slave());
     a.create_topic("U", 4);
 
     let promoted = mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]);
@@ -191,5 +182,5 @@ fn a_switchover_undone_leaves_the_old_master_writable_and_routed() {
         registered_ids(&ns_addr, &a.addr()),
         registered_ids(&ns_addr, &b.addr())
     );
-    b.wait_following(&a, SETTLE).unwrap();
+    b.wait_following(a, SETTLE).unwrap();
 }

@@ -4,7 +4,7 @@
 //! (clean shutdown: offsets persisted, client unregistered), the broker tells the other, which
 //! takes over every queue and receives everything sent afterwards.
 //!
-//! Runs on its own cluster, or on `SLUICE_TEST_NAMESRV_ADDR` (see `java::TestCluster`).
+//! Runs on its own cluster, or on `SLUICE_TEST_NAMESRV_ADDR` (see `harness::TestCluster`).
 
 #![allow(
     clippy::unwrap_used,
@@ -14,9 +14,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{
-    JavaProcess, JavaTools, Recv, TestCluster, last_allocation, unique_name,
-};
+use integration_tests::harness::{ChildProcess, TestCluster, unique_name};
+use integration_tests::java::{JavaTools, Recv, last_allocation};
 use integration_tests::test_each_client_version;
 
 /// Rebalances are pushed by the broker (NOTIFY_CONSUMER_IDS_CHANGED) and otherwise happen every
@@ -33,7 +32,7 @@ fn bodies_with_prefix(lines: &[String], prefix: &str) -> Vec<String> {
         .collect()
 }
 
-fn describe(name: &str, p: &JavaProcess) -> String {
+fn describe(name: &str, p: &ChildProcess) -> String {
     format!("--- consumer {name}:\n{}", p.stdout_lines().join("\n"))
 }
 
@@ -94,7 +93,7 @@ fn clustering(version: &str) {
     // Messages sent now go to both.
     let first = java.produce(ns, &topic, 40, &["--body-prefix", "first"]);
     let expected: BTreeSet<String> = first.iter().map(|s| format!("first-{}", s.index)).collect();
-    let covered = |a: &JavaProcess, b: &JavaProcess| {
+    let covered = |a: &ChildProcess, b: &ChildProcess| {
         let mut got: BTreeSet<String> = bodies_with_prefix(&a.stdout_lines(), "first-")
             .into_iter()
             .collect();

@@ -4,7 +4,7 @@
 //! MessageQueueSelector, and `DefaultLitePullConsumer` in subscribe and assign mode.
 //!
 //! Each test starts its own cluster, or uses the one at `SLUICE_TEST_NAMESRV_ADDR` (see
-//! `integration_tests::java::TestCluster`; names are unique per run, so the tests may share it):
+//! `integration_tests::harness::TestCluster`; names are unique per run, so the tests may share it):
 //! `SLUICE_TEST_NAMESRV_ADDR=127.0.0.1:9876 cargo test -p integration-tests --test java_consume`.
 
 #![allow(
@@ -15,7 +15,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{JavaOutput, JavaTools, Recv, Sent, TestCluster, unique_name};
+use integration_tests::harness::{ChildOutput, TestCluster, unique_name};
+use integration_tests::java::{JavaTools, Recv, Sent};
 use integration_tests::test_each_client_version;
 
 /// Hard timeout of one producer run.
@@ -26,7 +27,7 @@ const CONSUME_TIMEOUT: Duration = Duration::from_secs(100);
 const HEARTBEAT_MS: &str = "1000";
 
 /// Deliveries by body; panics (with the output) on a body seen twice.
-fn by_body<'a>(recv: &'a [Recv], out: &JavaOutput) -> BTreeMap<&'a str, &'a Recv> {
+fn by_body<'a>(recv: &'a [Recv], out: &ChildOutput) -> BTreeMap<&'a str, &'a Recv> {
     let mut map = BTreeMap::new();
     for r in recv {
         assert!(

@@ -9,9 +9,10 @@
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use integration_tests::java::{JavaOutput, JavaTools, TestCluster, VERSIONS, unique_name};
+use integration_tests::harness::{ChildOutput, TestCluster, unique_name};
+use integration_tests::java::{JavaTools, V4, VERSIONS};
 
-fn ok(out: JavaOutput, what: &str) -> String {
+fn ok(out: ChildOutput, what: &str) -> String {
     out.assert_ok();
     assert!(
         !out.stderr.contains("Exception"),
@@ -30,6 +31,7 @@ fn field(view: &str, label: &str) -> Option<String> {
 
 #[test]
 fn official_mqadmin_commands_against_sluice() {
+    integration_tests::require_tools!(Java, Maven);
     let cluster = TestCluster::start();
     let ns = cluster.namesrv().to_owned();
     let broker = cluster.broker_addr().unwrap().to_owned();
@@ -240,4 +242,29 @@ fn official_mqadmin_commands_against_sluice() {
             "{version}: {gone}"
         );
     }
+}
+
+/// Needs Maven Central (or a warm ~/.m2): builds the 4.x programs and runs the official mqadmin.
+#[test]
+fn mqadmin_lists_its_commands() {
+    integration_tests::require_tools!(Java, Maven);
+    let java = JavaTools::get(V4);
+    let out = java.mqadmin_raw(&[]);
+    out.assert_ok();
+    assert!(
+        out.stdout
+            .starts_with("The most commonly used mqadmin commands are:"),
+        "{out}"
+    );
+    assert!(
+        out.lines_starting_with("   clusterList ").len() == 1,
+        "{out}"
+    );
+
+    let out = java.mqadmin_raw(&["noSuchCommand"]);
+    out.assert_failed();
+    assert_eq!(
+        out.stdout.trim(),
+        "The sub command noSuchCommand not exist."
+    );
 }

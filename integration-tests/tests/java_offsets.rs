@@ -5,7 +5,7 @@
 //! has none — receives only the second half.
 //!
 //! Runs on its own cluster. On an external one (`SLUICE_TEST_NAMESRV_ADDR`, see
-//! `java::TestCluster`) it needs `SLUICE_TEST_BROKER_RESTART_CMD` to restart that broker, and
+//! `harness::TestCluster`) it needs `SLUICE_TEST_BROKER_RESTART_CMD` to restart that broker, and
 //! is skipped (with a note) without it.
 
 #![allow(
@@ -16,16 +16,16 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{
-    EXTERNAL_RESTART_ENV, JavaOutput, JavaTools, Recv, TestCluster, unique_name,
-};
+use integration_tests::harness::cluster::EXTERNAL_RESTART_ENV;
+use integration_tests::harness::{ChildOutput, TestCluster, unique_name};
+use integration_tests::java::{JavaTools, Recv};
 use integration_tests::test_each_client_version;
 
 const HALF: usize = 20;
 
 /// Consumes `HALF` messages with `group` from the first offset (when it has none) and stops
 /// cleanly; `wait_ms` long enough for a rebalance interval or two.
-fn consume_half(java: &JavaTools, ns: &str, topic: &str, group: &str) -> JavaOutput {
+fn consume_half(java: &JavaTools, ns: &str, topic: &str, group: &str) -> ChildOutput {
     let count = HALF.to_string();
     let out = java.run(
         "sluice.it.PushConsumer",
@@ -51,7 +51,7 @@ fn consume_half(java: &JavaTools, ns: &str, topic: &str, group: &str) -> JavaOut
     out
 }
 
-fn bodies(out: &JavaOutput) -> Vec<String> {
+fn bodies(out: &ChildOutput) -> Vec<String> {
     Recv::all(out.stdout.lines())
         .into_iter()
         .map(|r| r.body)

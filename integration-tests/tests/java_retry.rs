@@ -9,7 +9,7 @@
 //! - messages sent with delay levels 1 and 2 (1 s, 5 s) arrive no earlier than born + delay and
 //!   not much later.
 //!
-//! Runs on its own cluster, or on `SLUICE_TEST_NAMESRV_ADDR` (see `java::TestCluster`).
+//! Runs on its own cluster, or on `SLUICE_TEST_NAMESRV_ADDR` (see `harness::TestCluster`).
 
 #![allow(
     clippy::unwrap_used,
@@ -19,7 +19,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{JavaTools, Recv, Sent, TestCluster, unique_name};
+use integration_tests::harness::{TestCluster, unique_name};
+use integration_tests::java::{JavaTools, Recv, Sent};
 use integration_tests::test_each_client_version;
 
 /// Consumers poll the name server every second (`%RETRY%G` is created by the broker after they

@@ -9,11 +9,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use integration_tests::harness::{BrokerProcess, NamesrvProcess};
 use integration_tests::java::{JavaTools, VERSIONS};
-use integration_tests::process::{BrokerProcess, NamesrvProcess};
 
 #[test]
 fn java_producers_send_to_an_auto_created_topic() {
+    integration_tests::require_tools!(Java, Maven);
     let ns = NamesrvProcess::start();
     let _broker = BrokerProcess::start(&ns.addr());
     for version in VERSIONS {

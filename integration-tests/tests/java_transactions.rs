@@ -9,7 +9,7 @@
 //! `transactionTimeOut`; RocketMQ's defaults are 60 s and 6 s). Both leave a producer seconds to
 //! answer, so a loaded machine does not get a message checked (and committed) twice.
 //!
-//! Runs on its own cluster, or on `SLUICE_TEST_NAMESRV_ADDR` (see `java::TestCluster`; that
+//! Runs on its own cluster, or on `SLUICE_TEST_NAMESRV_ADDR` (see `harness::TestCluster`; that
 //! broker's own check interval then applies, and RocketMQ's 60 s default is slower than the
 //! producer's default `--check-wait-ms`).
 
@@ -21,7 +21,8 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use integration_tests::java::{JavaTools, Recv, Sent, TestCluster, unique_name};
+use integration_tests::harness::{TestCluster, unique_name};
+use integration_tests::java::{JavaTools, Recv, Sent};
 use integration_tests::test_each_client_version;
 
 /// Messages sent: three of each kind.

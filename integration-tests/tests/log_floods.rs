@@ -18,7 +18,7 @@ use std::net::TcpStream;
 use std::time::{Duration, Instant};
 
 use integration_tests::client::{SyncClient, send_request};
-use integration_tests::process::{ChildProcess, ProcessSpec, TestDir, binary, workspace_root};
+use integration_tests::harness::{ChildProcess, ProcessSpec, TestDir, binary, workspace_root};
 
 const SENDS: usize = 2_000;
 

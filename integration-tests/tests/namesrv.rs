@@ -9,12 +9,11 @@
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
-use std::thread;
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use integration_tests::client::{FakeBroker, SyncClient};
-use integration_tests::process::{NamesrvProcess, binary};
+use integration_tests::harness::{NamesrvProcess, binary};
 use remoting::frame::FrameDecoder;
 use remoting::protocol::body::{KvTable, TopicList, text_to_properties};
 use remoting::protocol::namesrv::{
@@ -58,15 +57,15 @@ fn route(client: &SyncClient, ns: &str, topic: &str) -> Option<TopicRouteData> {
     }
 }
 
-fn wait_until(what: &str, timeout: Duration, mut done: impl FnMut() -> bool) -> Duration {
+/// Waits (checking every 20 ms) until `done` holds; returns how long that took.
+#[track_caller]
+fn wait_until(what: &str, timeout: Duration, done: impl FnMut() -> bool) -> Duration {
     let started = Instant::now();
-    while started.elapsed() < timeout {
-        if done() {
-            return started.elapsed();
-        }
-        thread::sleep(Duration::from_millis(20));
-    }
-    panic!("{what}: not within {timeout:?}");
+    assert!(
+        test_support::wait_until_every(Duration::from_millis(20), timeout, done),
+        "{what}: not within {timeout:?}"
+    );
+    started.elapsed()
 }
 
 fn master_and_slave(ns: &str) -> (FakeBroker, FakeBroker) {

@@ -11,9 +11,9 @@
 use std::time::Duration;
 
 use integration_tests::client::FakeBroker;
+use integration_tests::harness::NamesrvProcess;
 use integration_tests::java::{JavaTools, VERSIONS};
 use integration_tests::ports;
-use integration_tests::process::NamesrvProcess;
 
 fn cluster(ns: &str) -> (FakeBroker, FakeBroker, String) {
     let master_addr = ports::reserve().addr().to_string();
@@ -30,6 +30,7 @@ fn cluster(ns: &str) -> (FakeBroker, FakeBroker, String) {
 
 #[test]
 fn mqadmin_and_producer_route_lookups() {
+    integration_tests::require_tools!(Java, Maven);
     let ns = NamesrvProcess::start();
     let (_master, _slave, master_addr) = cluster(&ns.addr());
     for version in VERSIONS {

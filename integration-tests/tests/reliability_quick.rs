@@ -59,6 +59,7 @@ fn required_events(kind: Kind) -> &'static [&'static str] {
 
 #[test]
 fn quick_reliability_run_of_every_scenario() {
+    integration_tests::require_tools!(Java, Maven);
     let out = tempfile::tempdir().unwrap();
     let output = Command::new(env!("CARGO_BIN_EXE_reliability"))
         .args(["--quick", "--out"])

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use integration_tests::client::SyncClient;
 use integration_tests::client_suite::{ClientUnderTest, ReceivedId};
-use integration_tests::process::{BrokerProcess, NamesrvProcess};
+use integration_tests::harness::{BrokerProcess, NamesrvProcess};
 use integration_tests::rust_client::{CONSUMER, PRODUCER, RustClient};
 use remoting::RemotingCommand;
 use remoting::RequestCode;

@@ -11,10 +11,10 @@ use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
 
-use integration_tests::ports;
-use integration_tests::process::{
+use integration_tests::harness::{
     BrokerProcess, Exited, NamesrvProcess, ProcessSpec, TestDir, binary, workspace_root,
 };
+use integration_tests::ports;
 
 /// The bound of the issue: out within a second of the spawn (a debug build on a busy
 /// 2-core machine gets some slack on top for the process start itself).

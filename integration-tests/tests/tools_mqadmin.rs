@@ -19,10 +19,9 @@ use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use integration_tests::client::FakeBroker;
-use integration_tests::java::TestCluster;
+use integration_tests::harness::{NamesrvProcess, TestCluster, binary, update_topic};
 use integration_tests::java::{JavaTools, V4};
 use integration_tests::ports;
-use integration_tests::process::{self, NamesrvProcess, binary};
 
 /// Runs one of our tools with `args`, no inherited `NAMESRV_ADDR`.
 fn tool(name: &str, args: &[&str]) -> Output {
@@ -74,6 +73,7 @@ fn cluster_rows(text: &str) -> BTreeSet<Vec<String>> {
 
 #[test]
 fn namesrv_commands_match_the_java_tool() {
+    integration_tests::require_tools!(Java, Maven);
     let ns = NamesrvProcess::start();
     let master_addr = ports::reserve().addr().to_string();
     let slave_addr = ports::reserve().addr().to_string();
@@ -270,7 +270,7 @@ impl External {
     /// `mqadmin updateTopic` on the broker, with `queues` read and write queues;
     /// returns its standard output.
     fn update_topic(&self, topic: &str, queues: u32) -> String {
-        process::update_topic(&self.ns, ["-b", &self.broker], topic, queues)
+        update_topic(&self.ns, ["-b", &self.broker], topic, queues)
             .assert_ok()
             .stdout
             .clone()
@@ -497,6 +497,7 @@ fn message_and_topic_commands_against_a_broker() {
 
 #[test]
 fn output_matches_the_java_tool_against_a_broker() {
+    integration_tests::require_tools!(Java, Maven);
     let c = external();
     let java = JavaTools::get(V4);
     let topic = unique("ToolsJava");

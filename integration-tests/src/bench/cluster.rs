@@ -10,17 +10,19 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use remoting::protocol::namesrv::GetRouteInfoRequestHeader;
-use remoting::protocol::route::ClusterInfo;
-use remoting::{RemotingClient, RemotingCommand, RequestCode};
+use remoting::{RemotingCommand, RequestCode};
 use tempfile::TempDir;
 
+use crate::client::try_request;
+use crate::harness::{HA_BROKER_NAME, registered_ids};
+use crate::java::ApacheDist;
 use crate::ports::{self, PortReservation};
 use crate::procs::{Proc, cpu_seconds, rss_anon, vm_rss};
 
 /// Cluster name of every benchmark cluster (both systems).
 pub const CLUSTER: &str = "BenchCluster";
 /// Broker name of the master/slave pair.
-pub const BROKER_NAME: &str = "broker-a";
+pub const BROKER_NAME: &str = HA_BROKER_NAME;
 /// CommitLog file size on both systems (RocketMQ's default, 1 GiB).
 pub const COMMIT_LOG_FILE_SIZE: u64 = 1 << 30;
 /// How long a process may take to serve (a JVM under load needs a while).
@@ -110,17 +112,6 @@ pub struct Programs {
     pub apache: Option<ApacheDist>,
     /// JVM flags.
     pub jvm: JvmSettings,
-}
-
-/// A resolved Apache RocketMQ name server + broker.
-#[derive(Debug, Clone)]
-pub struct ApacheDist {
-    /// Version (`5.3.3`).
-    pub version: String,
-    /// `:`-separated jars.
-    pub classpath: String,
-    /// A directory to use as `ROCKETMQ_HOME`.
-    pub home: PathBuf,
 }
 
 /// How the cluster is laid out and stores.
@@ -302,7 +293,7 @@ impl Cluster {
                 };
                 let request =
                     RemotingCommand::request_with(RequestCode::GetRouteinfoByTopic, &header);
-                if request_once(&self.namesrv.addr, request).is_ok_and(|r| r.code() == 0) {
+                if try_request(&self.namesrv.addr, request).is_ok_and(|r| r.code() == 0) {
                     break;
                 }
                 if Instant::now() > deadline {
@@ -517,48 +508,16 @@ fn socket(port: u16) -> SocketAddr {
     SocketAddr::from(([127, 0, 0, 1], port))
 }
 
-/// One request on a throwaway runtime and connection.
-///
-/// # Errors
-/// Transport failure or timeout.
-pub fn request_once(addr: &str, request: RemotingCommand) -> Result<RemotingCommand, String> {
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let client = RemotingClient::default();
-    let result = rt
-        .block_on(client.invoke(addr, request, Duration::from_secs(5)))
-        .map_err(|e| format!("{addr}: {e}"));
-    client.close_all();
-    result
-}
-
-/// Waits until the name server lists `addr` as broker `id` of [`BROKER_NAME`].
+/// Waits until the name server lists `addr` as broker `id` of [`BROKER_NAME`] (checked every
+/// 200 ms).
 fn wait_registered(namesrv: &str, addr: &str, id: i64, timeout: Duration) -> Result<(), String> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        let listed = request_once(
-            namesrv,
-            RemotingCommand::request(RequestCode::GetBrokerClusterInfo),
-        )
-        .ok()
-        .filter(|r| r.code() == 0)
-        .and_then(|r| remoting::fastjson::from_slice::<ClusterInfo>(&r.body.to_bytes()).ok())
-        .and_then(|info| {
-            info.broker_addr_table
-                .get(BROKER_NAME)
-                .map(|b| b.broker_addrs.get(&id).is_some_and(|a| a == addr))
-        })
-        .unwrap_or(false);
-        if listed {
-            return Ok(());
-        }
-        if Instant::now() > deadline {
-            return Err(format!(
-                "{addr} not registered as broker {id} with {namesrv} after {timeout:?}"
-            ));
-        }
-        std::thread::sleep(Duration::from_millis(200));
+    if test_support::wait_until_every(Duration::from_millis(200), timeout, || {
+        registered_ids(namesrv, addr).contains(&id)
+    }) {
+        Ok(())
+    } else {
+        Err(format!(
+            "{addr} not registered as broker {id} with {namesrv} after {timeout:?}"
+        ))
     }
 }

@@ -13,10 +13,11 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::scenario::{Ctx, Outcome};
+use crate::client::try_request;
 use crate::drill::{self, Ack, Books, DrillProducer, ProducerOptions, now_ms};
 use crate::flood::{Flood, fd_count};
-use crate::java::{JavaTools, V4, unique_name};
-use crate::process::{HaBrokerProcess, NamesrvProcess, TestDir, ha_status, try_request};
+use crate::harness::{BrokerProcess, NamesrvProcess, TestDir, ha_status, unique_name};
+use crate::java::{JavaTools, V4};
 use crate::procs::{RssSampler, rss_anon, vm_rss};
 
 /// Body size of the producer's messages.
@@ -146,7 +147,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let java = JavaTools::try_get(V4)?;
     let work = TestDir::new("rel-flood");
     let mut ns = NamesrvProcess::start();
-    let broker = HaBrokerProcess::start_master("a", &ns.addr(), "ASYNC_MASTER", &[]);
+    let broker = BrokerProcess::start_master("a", &ns.addr(), "ASYNC_MASTER", &[]);
     let topic = unique_name("Flood");
     broker.create_topic(&topic, 4);
     let options = producer_options();

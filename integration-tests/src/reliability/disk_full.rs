@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 use super::scenario::{Ctx, LogScan, Outcome, truncate};
 use super::tmpfs::{MountError, Tmpfs};
 use crate::drill::{self, Books, DrillProducer, ProducerOptions, first_ack_after, now_ms};
-use crate::java::{JavaTools, V4, unique_name};
-use crate::process::{HaBrokerProcess, NamesrvProcess, TestDir, binary};
+use crate::harness::{BrokerProcess, NamesrvProcess, TestDir, binary, unique_name};
+use crate::java::{JavaTools, V4};
 use crate::procs::Proc;
 
 /// Body size of the Java producer's messages.
@@ -50,7 +50,7 @@ pub fn producer_options() -> ProducerOptions {
 }
 
 /// Lines in a process's logs.
-fn log_lines(broker: &HaBrokerProcess) -> usize {
+fn log_lines(broker: &BrokerProcess) -> usize {
     let p = broker.process_ref();
     LogScan::lines(&p.stdout()) + LogScan::lines(&p.stderr())
 }
@@ -90,7 +90,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
         format!("tmpfs of {size} MiB as storePathRootDir, mappedFileSizeCommitLog=16 MiB, other disk settings default"),
     );
     let ns = NamesrvProcess::start();
-    let mut broker = HaBrokerProcess::start_master(
+    let mut broker = BrokerProcess::start_master(
         "a",
         &ns.addr(),
         "ASYNC_MASTER",

@@ -3,7 +3,7 @@
 //! rounds) or switched over as planned (even rounds); `mqadmin switchRole` promotes the slave;
 //! the old master comes back as the new master's slave (restarted on its store, or demoted
 //! live) and catches up; `--events` rounds, so both brokers are master in turn. Then every queue
-//! is read back from the last master. The steps are [`crate::drill::Pair::failover`]'s, the
+//! is read back from the last master. The steps are [`crate::drill::failover`]'s, the
 //! same as `tests/ha_drill.rs`.
 //!
 //! SYNC_MASTER: no SEND_OK may be lost. ASYNC_MASTER: what the slave had not received when the
@@ -14,9 +14,9 @@ use std::thread;
 use std::time::Duration;
 
 use super::scenario::{Ctx, Kind, Outcome};
-use crate::drill::{self, Books, DrillProducer, Failover, Pair, ProducerOptions, Round};
+use crate::drill::{self, Books, DrillProducer, Failover, ProducerOptions, Round};
+use crate::harness::{HaPair, TestDir, compare_store_files, unique_name};
 use crate::java::{JavaTools, V4, V5};
-use crate::process::{TestDir, compare_store_files};
 
 /// Body size of the producer's messages.
 pub const BODY_SIZE: usize = 256;
@@ -53,12 +53,13 @@ pub fn run(ctx: &mut Ctx<'_>, sync: bool) -> Result<Outcome, String> {
     };
     let java = JavaTools::try_get(client(sync))?;
     let work = TestDir::new("rel-failover");
-    let mut pair = Pair::start(role, &[("flushDiskType", flush)], 4);
+    let topic = unique_name("Drill");
+    let mut pair = HaPair::start(role, &[("flushDiskType", flush)], &[(&topic, 4)]);
     let options = producer_options();
     ctx.result.note_producer(client(sync), &options);
     ctx.result
         .note("pair", format!("brokerRole={role}, flushDiskType={flush}"));
-    let producer = DrillProducer::start(java, &pair.namesrv(), &pair.topic, work.path(), options);
+    let producer = DrillProducer::start(java, &pair.namesrv(), &topic, work.path(), options);
     if !producer.wait_acks(ACKS_BEFORE, Duration::from_secs(60)) {
         return Err(format!(
             "no {ACKS_BEFORE} answers before the first failover: {:?}",
@@ -72,7 +73,7 @@ pub fn run(ctx: &mut Ctx<'_>, sync: bool) -> Result<Outcome, String> {
         } else {
             Failover::Switchover
         };
-        rounds.push(pair.failover(kind, &producer));
+        rounds.push(drill::failover(&mut pair, kind, &producer));
         thread::sleep(BETWEEN);
     }
     let produced = producer.stop(Duration::from_secs(120));
@@ -93,7 +94,7 @@ pub fn run(ctx: &mut Ctx<'_>, sync: bool) -> Result<Outcome, String> {
     if let Err(e) = same {
         ctx.result.note("slave_identical", e);
     }
-    let drained = drill::drain(java, &pair.namesrv(), &pair.topic, Duration::from_secs(600));
+    let drained = drill::drain(java, &pair.namesrv(), &topic, Duration::from_secs(600));
     let books = Books::new(acks, &produced.fails, &drained, BODY_SIZE);
     ctx.result.books(&books, &produced);
 

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use super::scenario::{Ctx, Kind, Outcome};
 use crate::drill::{self, Books, DrillProducer, ProducerOptions, first_send_ok_sent_after, now_ms};
-use crate::java::{JavaTools, V4, unique_name};
-use crate::process::{HaBrokerProcess, NamesrvProcess, TestDir, ha_status, wait_until};
+use crate::harness::{BrokerProcess, NamesrvProcess, TestDir, ha_status, unique_name, wait_until};
+use crate::java::{JavaTools, V4};
 
 /// Body size: long enough that a torn record shows as a wrong body, short enough that a long
 /// run's drain stays small.
@@ -43,7 +43,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let java = JavaTools::try_get(V4)?;
     let work = TestDir::new("rel-kill9");
     let ns = NamesrvProcess::start();
-    let mut broker = HaBrokerProcess::start_master(
+    let mut broker = BrokerProcess::start_master(
         "a",
         &ns.addr(),
         "ASYNC_MASTER",

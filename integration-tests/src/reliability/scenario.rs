@@ -1,17 +1,14 @@
-//! The reliability scenarios, the sizes of a run (`--quick` or long), and how one run of one
-//! goes: a fresh cluster, the fault, the books, every figure into a [`RunResult`] — never a
-//! panic out of it (a failed step becomes the run's error).
+//! The reliability scenarios, the sizes of a run (`--quick` or long), and what a scenario's run
+//! works with and yields: its context ([`Ctx`]), every figure into a [`RunResult`]. Running one
+//! is [`super::runner`]'s.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::panic::{self, AssertUnwindSafe};
-use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
 
 use crate::drill::{Books, Produced};
-use crate::process::ChildProcess;
+use crate::harness::ChildProcess;
 
 /// Sizes of a whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -399,47 +396,6 @@ pub fn command(scenario: &Scenario, plan: &Plan, repeat: u32) -> String {
         ));
     }
     cmd
-}
-
-/// Does a scenario's faults to a cluster: one function per [`Kind`] (the scenario
-/// modules), chosen by the driver.
-pub type Inject = fn(&mut Ctx<'_>, Kind) -> Result<Outcome, String>;
-
-/// Runs one scenario once with `inject`; never panics (the result says why it failed).
-#[must_use]
-pub fn run(scenario: &Scenario, repeat: u32, plan: &Plan, out: &Path, inject: Inject) -> RunResult {
-    let started = Instant::now();
-    let log_dir = out.join("logs").join(format!("{}-{repeat}", scenario.name));
-    let _ = fs::create_dir_all(&log_dir);
-    let seed = plan.seed + u64::from(repeat) - 1;
-    let mut ctx = Ctx {
-        plan,
-        log_dir,
-        rng: fastrand::Rng::with_seed(seed),
-        result: RunResult {
-            scenario: scenario.name.to_owned(),
-            repeat,
-            command: command(scenario, plan, repeat),
-            ..RunResult::default()
-        },
-    };
-    let outcome = panic::catch_unwind(AssertUnwindSafe(|| inject(&mut ctx, scenario.kind)));
-    let mut result = ctx.result;
-    match outcome {
-        Ok(Ok(Outcome::Done)) => result.ok = true,
-        Ok(Ok(Outcome::Skipped(why))) => result.skipped = Some(why),
-        Ok(Err(e)) => result.error = Some(e),
-        Err(panic) => {
-            let msg = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
-                .unwrap_or_else(|| "panicked".to_owned());
-            result.error = Some(format!("a step failed: {msg}"));
-        }
-    }
-    result.wall_secs = started.elapsed().as_secs_f64();
-    result
 }
 
 #[cfg(test)]

@@ -12,9 +12,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use super::scenario::{Ctx, Kind, Outcome};
-use crate::drill::{self, Books, DrillProducer, Pair, ProducerOptions, first_ack_after, now_ms};
+use crate::drill::{self, Books, DrillProducer, ProducerOptions, first_ack_after, now_ms};
+use crate::harness::{HaPair, TestDir, compare_store_files, ha_status, unique_name};
 use crate::java::{JavaTools, V4};
-use crate::process::{TestDir, compare_store_files, ha_status};
 
 /// Body size of the producer's messages.
 pub const BODY_SIZE: usize = 256;
@@ -48,10 +48,15 @@ pub fn producer_options() -> ProducerOptions {
 pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let java = JavaTools::try_get(V4)?;
     let work = TestDir::new("rel-slave-kill");
-    let mut pair = Pair::start("SYNC_MASTER", &[("flushDiskType", "SYNC_FLUSH")], 4);
+    let topic = unique_name("Drill");
+    let mut pair = HaPair::start(
+        "SYNC_MASTER",
+        &[("flushDiskType", "SYNC_FLUSH")],
+        &[(&topic, 4)],
+    );
     let options = producer_options();
     ctx.result.note_producer(V4, &options);
-    let producer = DrillProducer::start(java, &pair.namesrv(), &pair.topic, work.path(), options);
+    let producer = DrillProducer::start(java, &pair.namesrv(), &topic, work.path(), options);
     if !producer.wait_acks(200, Duration::from_secs(60)) {
         return Err(format!(
             "no 200 answers before the first kill: {:?}",
@@ -152,7 +157,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
         Ok(files) => ctx.result.count("commit_log_files_compared", files),
         Err(e) => ctx.result.note("slave_identical", e),
     }
-    let drained = drill::drain(java, &pair.namesrv(), &pair.topic, Duration::from_secs(600));
+    let drained = drill::drain(java, &pair.namesrv(), &topic, Duration::from_secs(600));
     let books = Books::new(acks, &produced.fails, &drained, BODY_SIZE);
     ctx.result.books(&books, &produced);
     ctx.result.count("kills", outages.len());
