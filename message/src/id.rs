@@ -20,8 +20,10 @@ use thiserror::Error;
 
 /// An id that does not decode.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
-#[error("invalid message id {id:?}: {reason}")]
+#[error("invalid {kind} {id:?}: {reason}")]
 pub struct MessageIdError {
+    /// Which id it was read as: "offset msg id" or "unique key".
+    pub kind: &'static str,
     /// The text given.
     pub id: String,
     /// What is wrong with it.
@@ -116,6 +118,7 @@ impl OffsetMsgId {
     /// Wrong length, not hex, or a port outside 0..=65535.
     pub fn decode(id: &str) -> Result<Self, MessageIdError> {
         let err = |reason| MessageIdError {
+            kind: "offset msg id",
             id: id.to_owned(),
             reason,
         };
@@ -165,6 +168,7 @@ impl UniqKey {
     /// Wrong length or not hex.
     pub fn decode(id: &str) -> Result<Self, MessageIdError> {
         let err = |reason| MessageIdError {
+            kind: "unique key",
             id: id.to_owned(),
             reason,
         };
@@ -309,6 +313,10 @@ mod tests {
     fn offset_id_with_signs_or_a_wide_port_is_refused() {
         let refused = |id| OffsetMsgId::decode(id).unwrap_err().reason;
         assert_eq!(refused(""), "expected 32 (IPv4) or 56 (IPv6) hex chars");
+        assert_eq!(
+            OffsetMsgId::decode("x").unwrap_err().to_string(),
+            "invalid offset msg id \"x\": expected 32 (IPv4) or 56 (IPv6) hex chars"
+        );
         assert_eq!(refused("7F000001000051AF00000000000000"), refused(""));
         assert_eq!(refused("ZZ000001000051AF0000000000000000"), "not hex");
         // `from_str_radix` takes a leading '+': "+F" read as 0x0F.
