@@ -82,17 +82,12 @@ impl Ack {
     }
 }
 
-/// An offset message id (RocketMQ's `MessageDecoder.createMessageId`): 32 hex digits, the store
-/// host's IPv4 (4 bytes), its port (4 bytes, big-endian) and the CommitLog offset (8 bytes).
+/// An offset message id (RocketMQ's `MessageDecoder.createMessageId`, decoded by the
+/// message crate): the store host and the CommitLog offset.
 #[must_use]
 pub fn parse_offset_msg_id(hex: &str) -> Option<(String, u64)> {
-    if hex.len() != 32 || !hex.is_ascii() {
-        return None;
-    }
-    let ip = u32::from_str_radix(&hex[0..8], 16).ok()?;
-    let port = u32::from_str_radix(&hex[8..16], 16).ok()?;
-    let offset = u64::from_str_radix(&hex[16..32], 16).ok()?;
-    Some((format!("{}:{port}", std::net::Ipv4Addr::from(ip)), offset))
+    let id = message::id::OffsetMsgId::decode(hex).ok()?;
+    Some((id.addr.to_string(), id.offset))
 }
 
 fn labelled<'a>(fields: &[&'a str], key: &str) -> Option<&'a str> {
