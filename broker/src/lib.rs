@@ -17,6 +17,7 @@
 //!   master-only services that follow the role.
 //! - [`durability`]: what a put waits for (flush, slave) before it counts as done.
 //! - [`schedule`]: delay levels and the schedule (delay) service.
+//! - [`timer`]: 5.x timer messages: refused as RocketMQ with timerWheelEnable=false.
 //! - [`transaction`]: half messages, op records and the check-back service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`properties`]: what the broker decides from message properties (send flags, the
@@ -52,5 +53,6 @@ pub mod service_switch;
 pub mod slave_sync;
 pub mod stats;
 pub mod subscription_group;
+pub mod timer;
 pub mod topic_config;
 pub mod transaction;

@@ -440,3 +440,33 @@ async fn delayed_messages_arrive_on_time() {
     assert!(waited < Duration::from_millis(1500), "too late: {waited:?}");
     b.stop().await;
 }
+
+/// A 5.x timer message (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS) is refused
+/// as Apache RocketMQ refuses it with `timerWheelEnable=false`: never stored into its
+/// topic to be consumed at once. A delay level wins over the timer properties.
+#[tokio::test]
+async fn timer_messages_are_refused_not_delivered_at_once() {
+    let b = Running::start(|_, s| s.message_delay_level = "1s 2s".into()).await;
+    let due = broker::clock::now_ms() + 10_000;
+    for props in [
+        format!("TIMER_DELIVER_MS\u{1}{due}\u{2}"),
+        "TIMER_DELAY_SEC\u{1}10\u{2}".to_owned(),
+        "TIMER_DELAY_MS\u{1}10000\u{2}".to_owned(),
+    ] {
+        let r = b.send("TT", 0, b"at ten", &props).await;
+        assert_eq!(r.code(), ResponseCode::SystemError.code(), "{props:?}");
+        assert!(
+            r.remark().unwrap_or("").contains("timerWheelEnable is false"),
+            "{:?}",
+            r.remark()
+        );
+    }
+    let (resp, _) = b.pull("TT", 0, 0, "*").await;
+    assert_ne!(resp.code(), 0, "a refused timer message was stored");
+    // With a delay level it is a delayed message, parked as before.
+    let r = b
+        .send("TT", 0, b"level", "DELAY\u{1}1\u{2}TIMER_DELAY_SEC\u{1}10\u{2}")
+        .await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    b.stop().await;
+}

@@ -235,6 +235,11 @@ fn prepare(
         ));
     }
     let mut properties = props;
+    // A timer message is refused rather than delivered at once (no timer wheel yet); a
+    // half message is checked at its commit.
+    if !transaction {
+        crate::timer::check(&topic, &properties, delay)?;
+    }
     // A half message is never parked: RocketMQ's store would park it (its sysFlag is
     // NOT_TYPE by then) and overwrite REAL_TOPIC with the half topic, so its commit
     // would never reach the real topic. The Java producer drops DELAY from

@@ -11,6 +11,14 @@ pub const UNIQ_KEY: &str = "UNIQ_KEY";
 pub const WAIT: &str = "WAIT";
 /// `DELAY`: delay level.
 pub const DELAY: &str = "DELAY";
+/// `TIMER_DELIVER_MS`: a 5.x timer message's delivery time (epoch ms).
+pub const TIMER_DELIVER_MS: &str = "TIMER_DELIVER_MS";
+/// `TIMER_DELAY_SEC`: a 5.x timer message's delay from now (seconds).
+pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
+/// `TIMER_DELAY_MS`: a 5.x timer message's delay from now (ms).
+pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
+/// `TIMER_OUT_MS`: set by the broker on a message parked in the timer wheel.
+pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
 /// `REAL_TOPIC`: the topic of a delayed or half message.
 pub const REAL_TOPIC: &str = "REAL_TOPIC";
 /// `REAL_QID`: the queue of a delayed or half message.
