@@ -456,7 +456,9 @@ async fn timer_messages_are_refused_not_delivered_at_once() {
         let r = b.send("TT", 0, b"at ten", &props).await;
         assert_eq!(r.code(), ResponseCode::SystemError.code(), "{props:?}");
         assert!(
-            r.remark().unwrap_or("").contains("timerWheelEnable is false"),
+            r.remark()
+                .unwrap_or("")
+                .contains("timerWheelEnable is false"),
             "{:?}",
             r.remark()
         );
@@ -465,7 +467,12 @@ async fn timer_messages_are_refused_not_delivered_at_once() {
     assert_ne!(resp.code(), 0, "a refused timer message was stored");
     // With a delay level it is a delayed message, parked as before.
     let r = b
-        .send("TT", 0, b"level", "DELAY\u{1}1\u{2}TIMER_DELAY_SEC\u{1}10\u{2}")
+        .send(
+            "TT",
+            0,
+            b"level",
+            "DELAY\u{1}1\u{2}TIMER_DELAY_SEC\u{1}10\u{2}",
+        )
         .await;
     assert_eq!(r.code(), 0, "{:?}", r.remark());
     b.stop().await;

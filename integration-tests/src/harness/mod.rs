@@ -10,6 +10,8 @@
 //! - [`namesrv`]: a running `mqnamesrv` ([`NamesrvProcess`]).
 //! - [`broker`]: a running `mqbroker` ([`BrokerProcess`]) and what tests ask a broker
 //!   ([`ha_status`], [`registered_ids`], ...).
+//! - [`apache`]: Apache RocketMQ's own broker, registered with our name server
+//!   ([`ApacheBroker`]).
 //! - [`ha_pair`]: a name server and a master/slave pair ([`HaPair`]), identical stores.
 //! - [`cluster`]: the cluster a client test talks to ([`TestCluster`]), ours or an external one.
 //! - [`mqadmin`](mod@mqadmin): our `mqadmin` as a command ([`MqadminOutput`], [`create_topic`]).
@@ -17,6 +19,7 @@
 //!
 //! The names most tests use are re-exported here.
 
+pub mod apache;
 pub mod broker;
 pub mod build;
 pub mod child;
@@ -29,6 +32,7 @@ pub mod output;
 pub mod tools;
 pub mod wait;
 
+pub use apache::ApacheBroker;
 pub use broker::{
     BrokerProcess, HA_BROKER_NAME, HaStatus, broker_has_topic, ha_status, registered_ids,
     wait_caught_up,

@@ -21,7 +21,7 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * Producer --namesrv 127.0.0.1:9876 --topic T --count 10 [--group G] [--mode sync|async|oneway]
  *          [--batch N] [--tag TAG | --tags A,B,C] [--keys] [--keys-prefix K] [--body-prefix B]
  *          [--delay-level L] [--order-keys K] [--send-timeout-ms 3000] [--retries 2]
- *          [--keep-going] [--timeout-ms MS]
+ *          [--keep-going] [--timeout-ms MS] [--timer delay-sec=S|delay-ms=MS|deliver-ms=EPOCH_MS]
  * </pre>
  *
  * <p>Message i (from 0) has body {@code <body-prefix>-<i>}; tag {@code TAG}, or with {@code --tags}
@@ -69,7 +69,8 @@ public final class Producer {
         try {
             args = Args.parse(argv,
                     new String[] {"namesrv", "topic", "count", "group", "tag", "tags", "keys-prefix", "body-prefix",
-                        "send-timeout-ms", "retries", "timeout-ms", "mode", "batch", "delay-level", "order-keys"},
+                        "send-timeout-ms", "retries", "timeout-ms", "mode", "batch", "delay-level", "order-keys",
+                        "timer"},
                     new String[] {"keep-going", "keys"});
             args.required("namesrv");
             args.required("topic");
@@ -111,6 +112,7 @@ public final class Producer {
         String keysPrefix = args.get("keys-prefix", args.flag("keys") ? "key" : null);
         String bodyPrefix = args.get("body-prefix", "msg");
         int delayLevel = args.getInt("delay-level", 0);
+        String timer = args.get("timer", null);
         int orderKeys = args.getInt("order-keys", 0);
         boolean keepGoing = args.flag("keep-going");
 
@@ -144,6 +146,14 @@ public final class Producer {
                 }
                 if (delayLevel > 0) {
                     msg.setDelayTimeLevel(delayLevel);
+                }
+                if (timer != null) {
+                    try {
+                        setTimer(msg, timer);
+                    } catch (Exception e) {
+                        Harness.out.println("ERR timer " + Harness.describe(e));
+                        return Harness.EXIT_FAIL;
+                    }
                 }
                 String orderKey = null;
                 if (orderKeys > 0) {
@@ -315,5 +325,23 @@ public final class Producer {
 
     private static String orDash(String s) {
         return s == null || s.isEmpty() ? "-" : s;
+    }
+
+    /**
+     * A 5.x timer message through the client's own setter, named by {@code --timer}:
+     * {@code delay-sec=S} ({@code setDelayTimeSec}), {@code delay-ms=MS} ({@code setDelayTimeMs})
+     * or {@code deliver-ms=EPOCH_MS} ({@code setDeliverTimeMs}). Found by reflection: the 4.9
+     * client has none of them (the program is built against both).
+     */
+    static void setTimer(Message msg, String spec) throws Exception {
+        String[] kv = spec.split("=", 2);
+        String setter;
+        switch (kv[0]) {
+            case "delay-sec": setter = "setDelayTimeSec"; break;
+            case "delay-ms": setter = "setDelayTimeMs"; break;
+            case "deliver-ms": setter = "setDeliverTimeMs"; break;
+            default: throw new IllegalArgumentException("--timer " + spec);
+        }
+        msg.getClass().getMethod(setter, long.class).invoke(msg, Long.parseLong(kv[1]));
     }
 }
