@@ -37,6 +37,7 @@
 //! - [`index`]: index files (header, slots, entries), the index service.
 //! - [`dispatch`]: reput: follow the log into consume queues, index and listeners.
 //! - [`cleanup`]: expiry by `fileReservedTime` / `deleteWhen` / disk usage.
+//! - [`timer`]: the timer store's file layout (timerlog units, wheel slots, checkpoint).
 //! - [`message_store`]: the store as the broker sees it: open/recover, puts, pulls and
 //!   lookups, role and disk refusals, services, shutdown.
 
@@ -58,6 +59,7 @@ pub mod offset_watch;
 pub mod put;
 pub mod recovery;
 mod service_thread;
+pub mod timer;
 
 pub use cleanup::{CleanReport, DiskUsage, DiskVerdict, ManualDiskUsage, StatvfsDiskUsage};
 pub use clock::{Clock, ManualClock, SystemClock};

@@ -1,0 +1,110 @@
+//! `timercheck` (RocketMQ `TimerCheckpoint`): big-endian longs at the start of a
+//! page-sized file. The last three (a data version) were added in 5.x; a file without
+//! them reads as version 0.
+//!
+//! | offset | field |
+//! |---|---|
+//! | 0 | last read time (ms): how far the dequeue has delivered |
+//! | 8 | timer log position flushed |
+//! | 16 | queue offset of `rmq_sys_wheel_timer` enqueued so far |
+//! | 24 | the master's such offset (slaves) |
+//! | 32, 40, 48 | data version: state version, timestamp, counter |
+
+/// Bytes the checkpoint occupies.
+pub const CHECKPOINT_SIZE: usize = 56;
+/// Bytes of a checkpoint without the data version.
+const LEGACY_SIZE: usize = 32;
+
+/// The decoded checkpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TimerCheckpoint {
+    /// How far the dequeue has delivered (ms).
+    pub last_read_time_ms: i64,
+    /// Timer log position flushed.
+    pub last_timer_log_flush_pos: i64,
+    /// Queue offset of the timer topic enqueued so far.
+    pub last_timer_queue_offset: i64,
+    /// The master's such offset (slaves).
+    pub master_timer_queue_offset: i64,
+    /// Data version: state version.
+    pub state_version: i64,
+    /// Data version: timestamp.
+    pub timestamp: i64,
+    /// Data version: counter.
+    pub counter: i64,
+}
+
+impl TimerCheckpoint {
+    /// The 56 bytes of the checkpoint.
+    #[must_use]
+    pub fn encode(&self) -> [u8; CHECKPOINT_SIZE] {
+        let mut b = [0u8; CHECKPOINT_SIZE];
+        let fields = [
+            self.last_read_time_ms,
+            self.last_timer_log_flush_pos,
+            self.last_timer_queue_offset,
+            self.master_timer_queue_offset,
+            self.state_version,
+            self.timestamp,
+            self.counter,
+        ];
+        for (i, v) in fields.iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&v.to_be_bytes());
+        }
+        b
+    }
+
+    /// The checkpoint at the start of `bytes`; the data version is 0 when `bytes` ends
+    /// before it. `None` when shorter than the four offsets.
+    #[must_use]
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        if bytes.len() < LEGACY_SIZE {
+            return None;
+        }
+        let at = |i: usize| -> i64 {
+            bytes.get(i * 8..i * 8 + 8).map_or(0, |s| {
+                let mut x = [0u8; 8];
+                x.copy_from_slice(s);
+                i64::from_be_bytes(x)
+            })
+        };
+        Some(TimerCheckpoint {
+            last_read_time_ms: at(0),
+            last_timer_log_flush_pos: at(1),
+            last_timer_queue_offset: at(2),
+            master_timer_queue_offset: at(3),
+            state_version: at(4),
+            timestamp: at(5),
+            counter: at(6),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_checkpoint_has_the_java_layout_and_reads_the_4_field_form() {
+        let c = TimerCheckpoint {
+            last_read_time_ms: 1_764_600_000_000,
+            last_timer_log_flush_pos: 5_200,
+            last_timer_queue_offset: 100,
+            master_timer_queue_offset: 99,
+            state_version: 2,
+            timestamp: 1_764_600_000_001,
+            counter: 7,
+        };
+        let b = c.encode();
+        assert_eq!(&b[8..16], &5_200i64.to_be_bytes());
+        assert_eq!(&b[48..56], &7i64.to_be_bytes());
+        // A page of the file, as RocketMQ maps it.
+        let mut page = vec![0u8; 4096];
+        page[..CHECKPOINT_SIZE].copy_from_slice(&b);
+        assert_eq!(TimerCheckpoint::decode(&page), Some(c));
+        let legacy = TimerCheckpoint::decode(&b[..32]).unwrap();
+        assert_eq!(legacy.master_timer_queue_offset, 99);
+        assert_eq!(legacy.counter, 0);
+        assert_eq!(TimerCheckpoint::decode(&b[..31]), None);
+    }
+}
