@@ -3,7 +3,10 @@
 //! the string codec are the `message` crate's.
 
 use message::properties;
-use message::properties::keys::{DELAY, REAL_QID, REAL_TOPIC, TRAN_MSG, UNIQ_KEY, WAIT};
+use message::properties::keys::{
+    DELAY, REAL_QID, REAL_TOPIC, TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TIMER_OUT_MS,
+    TRAN_MSG, UNIQ_KEY, WAIT,
+};
 
 /// Where a parked message really goes: a delayed message in SCHEDULE_TOPIC_XXXX or a
 /// transactional half message keeps its topic and queue in `REAL_TOPIC` / `REAL_QID`.
@@ -39,14 +42,38 @@ pub struct SendFlags<'a> {
     pub transaction: bool,
     /// `UNIQ_KEY`, the message id the producer made.
     pub unique_key: Option<&'a str>,
+    /// A 5.x timer delivery time is asked for (`TIMER_DELIVER_MS`, `TIMER_DELAY_SEC` or
+    /// `TIMER_DELAY_MS`) and the message is not already parked for the wheel
+    /// (`TIMER_OUT_MS`); see [`crate::timer`].
+    pub timer: bool,
 }
 
 impl<'a> SendFlags<'a> {
     /// Scans `props` once.
     #[must_use]
     pub fn scan(props: &'a str) -> Self {
-        let [wait, delay, transaction, unique_key] =
-            properties::get_many(props, [WAIT, DELAY, TRAN_MSG, UNIQ_KEY]);
+        let [
+            wait,
+            delay,
+            transaction,
+            unique_key,
+            deliver_ms,
+            delay_sec,
+            delay_ms,
+            out_ms,
+        ] = properties::get_many(
+            props,
+            [
+                WAIT,
+                DELAY,
+                TRAN_MSG,
+                UNIQ_KEY,
+                TIMER_DELIVER_MS,
+                TIMER_DELAY_SEC,
+                TIMER_DELAY_MS,
+                TIMER_OUT_MS,
+            ],
+        );
         Self {
             wait_store: wait.is_none_or(|v| !v.eq_ignore_ascii_case("false")),
             delay_level: delay
@@ -55,6 +82,8 @@ impl<'a> SendFlags<'a> {
                 .unwrap_or(0),
             transaction: transaction.is_some_and(|v| v.eq_ignore_ascii_case("true")),
             unique_key,
+            timer: out_ms.is_none()
+                && (deliver_ms.is_some() || delay_sec.is_some() || delay_ms.is_some()),
         }
     }
 }
@@ -83,5 +112,8 @@ mod tests {
             5
         );
         assert_eq!(SendFlags::scan("").unique_key, None);
+        assert!(!f.timer);
+        assert!(SendFlags::scan("TIMER_DELAY_MS\u{1}5\u{2}").timer);
+        assert!(!SendFlags::scan("TIMER_DELAY_MS\u{1}5\u{2}TIMER_OUT_MS\u{1}9").timer);
     }
 }

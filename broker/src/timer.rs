@@ -9,24 +9,19 @@
 //! `TIMER_OUT_MS`) is not a new timer message; and only messages that are to be visible
 //! now are checked — a half message is checked when it is committed.
 
-use message::properties;
-use message::properties::keys::{TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TIMER_OUT_MS};
 use remoting::ResponseCode;
 
 use crate::processor::Refusal;
+use crate::properties::SendFlags;
 
 /// RocketMQ's timer topic (`TimerMessageStore.TIMER_TOPIC`).
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
 
-/// Whether a message to `topic` with `props` and `delay_level` asks for timed delivery.
+/// Whether a message to `topic` with these `flags` and `delay_level` (the level it is
+/// parked with, if any) asks for timed delivery.
 #[must_use]
-pub fn is_timer_message(topic: &str, props: &str, delay_level: i32) -> bool {
-    if delay_level > 0 || topic == TIMER_TOPIC || properties::get(props, TIMER_OUT_MS).is_some() {
-        return false;
-    }
-    [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS]
-        .iter()
-        .any(|key| properties::get(props, key).is_some())
+pub fn is_timer_message(topic: &str, flags: &SendFlags<'_>, delay_level: i32) -> bool {
+    flags.timer && delay_level <= 0 && topic != TIMER_TOPIC
 }
 
 /// The refusal of a timer message while the wheel is off (always, until it exists).
@@ -42,8 +37,8 @@ pub fn not_enabled() -> Refusal {
 ///
 /// # Errors
 /// The message is a timer message.
-pub fn check(topic: &str, props: &str, delay_level: i32) -> Result<(), Refusal> {
-    if is_timer_message(topic, props, delay_level) {
+pub fn check(topic: &str, flags: &SendFlags<'_>, delay_level: i32) -> Result<(), Refusal> {
+    if is_timer_message(topic, flags, delay_level) {
         return Err(not_enabled());
     }
     Ok(())
@@ -52,22 +47,27 @@ pub fn check(topic: &str, props: &str, delay_level: i32) -> Result<(), Refusal> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use message::properties::keys::{
+        TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TIMER_OUT_MS,
+    };
+
+    fn timer(topic: &str, props: &str, level: i32) -> bool {
+        is_timer_message(topic, &SendFlags::scan(props), level)
+    }
 
     #[test]
     fn each_timer_property_makes_a_timer_message_unless_a_level_or_the_wheel_has_it() {
         for key in [TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS] {
             let props = format!("{key}\u{1}10000\u{2}KEYS\u{1}k\u{2}");
-            assert!(is_timer_message("T", &props, 0), "{key}");
-            assert!(
-                !is_timer_message("T", &props, 3),
-                "{key} with a delay level"
-            );
-            assert!(!is_timer_message(TIMER_TOPIC, &props, 0), "{key} rolled");
+            assert!(timer("T", &props, 0), "{key}");
+            assert!(!timer("T", &props, 3), "{key} with a delay level");
+            assert!(!timer(TIMER_TOPIC, &props, 0), "{key} rolled");
             let parked = format!("{props}{TIMER_OUT_MS}\u{1}1\u{2}");
-            assert!(!is_timer_message("T", &parked, 0), "{key} parked");
+            assert!(!timer("T", &parked, 0), "{key} parked");
         }
-        assert!(!is_timer_message("T", "KEYS\u{1}k\u{2}", 0));
-        let refusal = check("T", "TIMER_DELAY_SEC\u{1}10\u{2}", 0).unwrap_err();
+        assert!(!timer("T", "KEYS\u{1}k\u{2}", 0));
+        let flags = SendFlags::scan("TIMER_DELAY_SEC\u{1}10\u{2}");
+        let refusal = check("T", &flags, 0).unwrap_err();
         assert_eq!(refusal.code, ResponseCode::SystemError);
         assert!(refusal.remark.contains("timerWheelEnable is false"));
     }

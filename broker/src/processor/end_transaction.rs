@@ -102,10 +102,11 @@ fn end(
             .ok_or_else(|| Refusal::system("the prepared message has no REAL_TOPIC / REAL_QID"))?;
         let mut msg =
             transaction::committed_message(&half, bytes.slice_ref(half.body), props.clone(), real);
-        let delay = SendFlags::scan(&props).delay_level;
+        let flags = SendFlags::scan(&props);
+        let delay = flags.delay_level;
         // Committed, it would be visible at once: a timer message is refused (the half
         // stays, and is checked back) until there is a timer wheel.
-        crate::timer::check(real.topic, &props, delay)?;
+        crate::timer::check(real.topic, &flags, delay)?;
         if delay > 0 {
             // RocketMQ's store parks a COMMIT message that has a delay level like any
             // other; the property map it re-encodes then has lost TRAN_MSG and REAL_*.

@@ -238,7 +238,7 @@ fn prepare(
     // A timer message is refused rather than delivered at once (no timer wheel yet); a
     // half message is checked at its commit.
     if !transaction {
-        crate::timer::check(&topic, &properties, delay)?;
+        crate::timer::check(&topic, flags, delay)?;
     }
     // A half message is never parked: RocketMQ's store would park it (its sysFlag is
     // NOT_TYPE by then) and overwrite REAL_TOPIC with the half topic, so its commit
