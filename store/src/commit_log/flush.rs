@@ -96,20 +96,40 @@ fn gather(s: &Shared, last_group: usize) {
     }
 }
 
+/// RocketMQ's "thorough" rounds: a flush or commit waits for `least` dirty pages, except
+/// once every `thoroughInterval`, when any amount goes.
+struct Thorough {
+    every: Duration,
+    last: Instant,
+}
+
+impl Thorough {
+    fn every(ms: u64) -> Self {
+        Thorough {
+            every: Duration::from_millis(ms),
+            last: Instant::now(),
+        }
+    }
+
+    /// The least pages this round waits for: `least`, or 0 when a thorough round is due.
+    fn least_pages(&mut self, least: usize) -> usize {
+        if self.last.elapsed() >= self.every {
+            self.last = Instant::now();
+            return 0;
+        }
+        least
+    }
+}
+
 /// `ASYNC_FLUSH`: every `flushIntervalCommitLog`, sync once `flushCommitLogLeastPages`
 /// are dirty, and everything every `flushCommitLogThoroughInterval`.
 pub(crate) fn run_async_flush(ctl: &ServiceControl, s: &Shared) {
     let interval = Duration::from_millis(s.config.flush_interval_commit_log);
-    let thorough = Duration::from_millis(s.config.flush_commit_log_thorough_interval);
-    let mut last_thorough = Instant::now();
+    let mut thorough = Thorough::every(s.config.flush_commit_log_thorough_interval);
     let mut last_cp = (Instant::now(), 0i64);
     while !ctl.is_stopped() {
         ctl.wait(interval);
-        let mut least = s.config.flush_commit_log_least_pages as usize;
-        if last_thorough.elapsed() >= thorough {
-            last_thorough = Instant::now();
-            least = 0;
-        }
+        let least = thorough.least_pages(s.config.flush_commit_log_least_pages as usize);
         if s.is_poisoned() {
             continue;
         }
@@ -135,15 +155,10 @@ pub(crate) fn run_async_flush(ctl: &ServiceControl, s: &Shared) {
 /// `commitCommitLogThoroughInterval`).
 pub(crate) fn run_commit(ctl: &ServiceControl, s: &Shared) {
     let interval = Duration::from_millis(s.config.commit_interval_commit_log);
-    let thorough = Duration::from_millis(s.config.commit_commit_log_thorough_interval);
-    let mut last_thorough = Instant::now();
+    let mut thorough = Thorough::every(s.config.commit_commit_log_thorough_interval);
     while !ctl.is_stopped() {
         ctl.wait(interval);
-        let mut least = s.config.commit_commit_log_least_pages as usize;
-        if last_thorough.elapsed() >= thorough {
-            last_thorough = Instant::now();
-            least = 0;
-        }
+        let least = thorough.least_pages(s.config.commit_commit_log_least_pages as usize);
         if s.is_poisoned() {
             continue;
         }
