@@ -205,6 +205,14 @@ pub fn all_delay_offsets(broker: &Broker) -> Handled {
     Ok(success().with_body(json(&broker.delay_offsets.wrapper())?))
 }
 
+/// GET_TIMER_CHECK_POINT (RocketMQ 5 slaves copy it): the timer checkpoint's 56 bytes,
+/// with the live read time and enqueue offset.
+#[allow(clippy::unnecessary_wraps, reason = "every handler answers Handled")]
+pub fn timer_checkpoint(broker: &Broker) -> Handled {
+    let cp = broker.timer.current_checkpoint();
+    Ok(success().with_body(bytes::Bytes::copy_from_slice(&cp.encode())))
+}
+
 /// GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 5 slaves copy it): the pop-mode table, always
 /// empty here since SET_MESSAGE_REQUEST_MODE (pop consumption) is not supported.
 pub fn all_message_request_modes() -> Handled {
