@@ -192,7 +192,8 @@ pub fn park(
         return Err(settings.illegal());
     }
     let out = out_ms(due, settings.precision_ms);
-    if is_rejected(settings.congest_num_each_slot, congested(out)) {
+    let limit = settings.congest_num_each_slot;
+    if limit < i64::from(i32::MAX) && is_rejected(limit, congested(out)) {
         return Err(settings.flow_control());
     }
     let properties = properties::set(

@@ -75,6 +75,8 @@ pub struct TimerService {
     stop_enqueue: bool,
     stop_dequeue: bool,
     checkpoint_path: PathBuf,
+    /// The wheel, read without the lock (its words are atomic).
+    wheel: Arc<TimerWheel>,
     state: Mutex<State>,
     enqueuing: ServiceSwitch,
     delivering: ServiceSwitch,
@@ -213,6 +215,7 @@ impl TimerService {
             "timer store recovered"
         );
         let window_slots = i64::try_from(config.timer_roll_window_slot).unwrap_or(SLOTS_TOTAL);
+        let wheel = Arc::new(wheel);
         Ok(Arc::new(TimerService {
             store,
             precision_ms,
@@ -221,9 +224,10 @@ impl TimerService {
             stop_enqueue: config.timer_stop_enqueue,
             stop_dequeue: config.timer_stop_dequeue,
             checkpoint_path,
+            wheel: Arc::clone(&wheel),
             state: Mutex::new(State {
                 log: Arc::new(log),
-                wheel: Arc::new(wheel),
+                wheel,
                 checkpoint,
                 queue_offset,
                 read_time,
@@ -251,7 +255,7 @@ impl TimerService {
     /// Timers in the slot of `out_ms` (flow control).
     #[must_use]
     pub fn congestion(&self, out_ms: i64) -> i64 {
-        i64::from(self.state.lock().wheel.slot(out_ms).num)
+        i64::from(self.wheel.slot(out_ms).num)
     }
 
     /// Starts the enqueue (every role). Returns false if it was running.
@@ -377,6 +381,23 @@ impl TimerService {
         cp.store(&self.checkpoint_path)?;
         self.state.lock().checkpoint = cp;
         Ok(())
+    }
+
+    /// Writes the new read time into the checkpoint file (unsynced: the periodic
+    /// checkpoint syncs it), so a restarted process re-delivers as little as it can.
+    /// The rest of the checkpoint stays as last synced; a read time ahead of it is safe,
+    /// since it moves only past copies already durable.
+    fn note_read_time(&self) {
+        let cp = {
+            let st = self.state.lock();
+            TimerCheckpoint {
+                last_read_time_ms: st.read_time,
+                ..st.checkpoint
+            }
+        };
+        if let Err(e) = cp.store_unsynced(&self.checkpoint_path) {
+            log_limit::limited!(warn!(error = %e, "cannot note the timer read time"));
+        }
     }
 
     async fn enqueue_loop(self: Arc<Self>) {
@@ -542,8 +563,9 @@ impl TimerService {
                     }
                 }
                 let n = settled.len() as u64;
-                {
+                let moved = {
                     let mut st = self.state.lock();
+                    let before = st.read_time;
                     for d in &settled {
                         st.settle(d.slot);
                     }
@@ -555,13 +577,23 @@ impl TimerService {
                         }));
                     }
                     st.advance(crate::clock::now_ms(), self.precision_ms);
-                }
+                    st.read_time != before
+                };
                 self.delivered.fetch_add(n, Ordering::Relaxed);
+                if moved {
+                    self.note_read_time();
+                }
                 continue;
             }
-            self.state
-                .lock()
-                .advance(crate::clock::now_ms(), self.precision_ms);
+            let moved = {
+                let mut st = self.state.lock();
+                let before = st.read_time;
+                st.advance(crate::clock::now_ms(), self.precision_ms);
+                st.read_time != before
+            };
+            if moved {
+                self.note_read_time();
+            }
             let wait = Duration::from_millis(u64::try_from(next - now).unwrap_or(0).clamp(1, 1000));
             tokio::select! {
                 () = tokio::time::sleep(wait) => {}

@@ -109,6 +109,19 @@ impl TimerCheckpoint {
     /// # Errors
     /// I/O errors.
     pub fn store(&self, path: &Path) -> Result<()> {
+        self.write(path, true)
+    }
+
+    /// [`store`](Self::store) without the sync: it survives the process (`kill -9`),
+    /// not the machine.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn store_unsynced(&self, path: &Path) -> Result<()> {
+        self.write(path, false)
+    }
+
+    fn write(&self, path: &Path, sync: bool) -> Result<()> {
         if let Some(dir) = path.parent() {
             fs::create_dir_all(dir).map_err(|e| StoreError::io("mkdir", dir, e))?;
         }
@@ -129,8 +142,11 @@ impl TimerCheckpoint {
         }
         file.write_all_at(&self.encode(), 0)
             .map_err(|e| StoreError::io("write", path, e))?;
-        file.sync_data()
-            .map_err(|e| StoreError::io("fdatasync", path, e))
+        if sync {
+            file.sync_data()
+                .map_err(|e| StoreError::io("fdatasync", path, e))?;
+        }
+        Ok(())
     }
 }
 
