@@ -198,3 +198,43 @@ async fn timers_beyond_the_roll_window_roll_and_still_fire_on_time() {
     );
     b.stop().await;
 }
+
+#[tokio::test]
+async fn broker_status_and_the_timer_checkpoint_show_pending_timers() {
+    use remoting::{RemotingCommand, RequestCode};
+    use store::timer::checkpoint::TimerCheckpoint;
+
+    let b = Running::start(|_, _| {}).await;
+    for i in 0..5 {
+        let props = format!("TIMER_DELAY_SEC\u{1}600\u{2}UNIQ_KEY\u{1}s{i}\u{2}");
+        assert_eq!(b.send(TOPIC, 0, b"s", &props).await.code(), 0);
+    }
+    b.dispatched("rmq_sys_wheel_timer", 0, 5).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let cp = loop {
+        let r = b
+            .call(RemotingCommand::request(RequestCode::GetTimerCheckPoint))
+            .await;
+        assert_eq!(r.code(), 0);
+        let cp = TimerCheckpoint::decode(&r.body.to_bytes()).unwrap();
+        if cp.last_timer_queue_offset == 5 || Instant::now() > deadline {
+            break cp;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(cp.last_timer_queue_offset, 5, "{cp:?}");
+    assert!(cp.last_read_time_ms <= broker::clock::now_ms());
+    let r = b
+        .call(RemotingCommand::request(RequestCode::GetBrokerRuntimeInfo))
+        .await;
+    let body = String::from_utf8(r.body.to_bytes().to_vec()).unwrap();
+    for key in [
+        "\"timerCongestNum\":\"5\"",
+        "\"timerOffsetBehind\":\"0\"",
+        "\"timerReadBehind\":\"",
+        "\"timerEnqueueTps\":\"",
+    ] {
+        assert!(body.contains(key), "{key} not in {body}");
+    }
+    b.stop().await;
+}

@@ -86,6 +86,7 @@ pub struct TimerService {
     wake_delivery: Notify,
     enqueued: AtomicU64,
     delivered: AtomicU64,
+    rates: Mutex<Rates>,
 }
 
 /// The files and the progress, under one lock: enqueue and delivery both move them.
@@ -154,19 +155,31 @@ enum Delivery {
     Failed,
 }
 
-/// The figures `brokerStatus` shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// The figures `brokerStatus` shows (RocketMQ's `timer*` runtime keys).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct TimerFigures {
-    /// How far the delivery is behind now (ms).
+    /// How far the delivery is behind now (ms; RocketMQ shows seconds).
     pub read_behind_ms: i64,
     /// Parked messages not yet enqueued.
     pub offset_behind: i64,
+    /// Timers in the wheel from the read time on (`timerCongestNum`).
+    pub congest_num: i64,
     /// Timers loaded and waiting in memory.
     pub loaded: usize,
-    /// Timers enqueued since start.
-    pub enqueued: u64,
-    /// Timers delivered since start.
-    pub delivered: u64,
+    /// Timers enqueued per second, over the last second or so.
+    pub enqueue_tps: f64,
+    /// Timers delivered per second, over the last second or so.
+    pub dequeue_tps: f64,
+}
+
+/// The counters behind the rates, sampled when the figures are asked for.
+#[derive(Debug, Default)]
+struct Rates {
+    at_ms: i64,
+    enqueued: u64,
+    delivered: u64,
+    enqueue_tps: f64,
+    dequeue_tps: f64,
 }
 
 impl TimerService {
@@ -243,6 +256,7 @@ impl TimerService {
             wake_delivery: Notify::new(),
             enqueued: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
+            rates: Mutex::new(Rates::default()),
         }))
     }
 
@@ -346,18 +360,43 @@ impl TimerService {
     /// The figures of `brokerStatus`.
     #[must_use]
     pub fn figures(&self) -> TimerFigures {
-        let st = self.state.lock();
+        let now = crate::clock::now_ms();
+        let (read_time, queue_offset, loaded) = {
+            let st = self.state.lock();
+            (st.read_time, st.queue_offset, st.due.len())
+        };
         let max = self
             .store
             .consume_queues()
             .get(TIMER_TOPIC, 0)
             .map_or(0, |cq| cq.max_offset());
+        let (enqueue_tps, dequeue_tps) = {
+            let mut r = self.rates.lock();
+            let (enq, deq) = (
+                self.enqueued.load(Ordering::Relaxed),
+                self.delivered.load(Ordering::Relaxed),
+            );
+            let span = now - r.at_ms;
+            if span >= 1000 {
+                #[allow(clippy::cast_precision_loss, reason = "a rate")]
+                {
+                    let secs = span as f64 / 1000.0;
+                    r.enqueue_tps = (enq - r.enqueued) as f64 / secs;
+                    r.dequeue_tps = (deq - r.delivered) as f64 / secs;
+                }
+                (r.at_ms, r.enqueued, r.delivered) = (now, enq, deq);
+            }
+            (r.enqueue_tps, r.dequeue_tps)
+        };
         TimerFigures {
-            read_behind_ms: (crate::clock::now_ms() - st.read_time).max(0),
-            offset_behind: i64::try_from(max.saturating_sub(st.queue_offset)).unwrap_or(0),
-            loaded: st.due.len(),
-            enqueued: self.enqueued.load(Ordering::Relaxed),
-            delivered: self.delivered.load(Ordering::Relaxed),
+            read_behind_ms: (now - read_time).max(0),
+            offset_behind: i64::try_from(max.saturating_sub(queue_offset)).unwrap_or(0),
+            congest_num: self
+                .wheel
+                .pending_between(read_time, now + self.roll_window_ms + self.precision_ms),
+            loaded,
+            enqueue_tps,
+            dequeue_tps,
         }
     }
 

@@ -143,12 +143,15 @@ impl TimerWheel {
         }
     }
 
-    /// Units pending in the periods from `from_ms` on, over the whole wheel
-    /// (RocketMQ `getAllNum`).
+    /// Units in the periods from `from_ms` to `to_ms` (at most the whole wheel): RocketMQ's
+    /// `getAllNum` scans the whole wheel; units are never filed further ahead than the
+    /// roll window, so the caller bounds the scan there and the rest of the file is
+    /// never touched.
     #[must_use]
-    pub fn pending_from(&self, from_ms: i64) -> i64 {
+    pub fn pending_between(&self, from_ms: i64, to_ms: i64) -> i64 {
         let first = self.period(from_ms);
-        (0..SLOTS_TOTAL * 2)
+        let periods = (self.period(to_ms) - first + 1).clamp(0, SLOTS_TOTAL * 2);
+        (0..periods)
             .map(|i| {
                 let t = (first + i) * self.precision_ms;
                 let s = self.raw_slot(t);
@@ -192,7 +195,8 @@ mod tests {
         let later = t + SLOTS_TOTAL * 2 * 1000;
         assert_eq!(w.slot(later).last_pos, -1);
         assert_eq!(w.raw_slot(later).last_pos, 104);
-        assert_eq!(w.pending_from(t - 10_000), 2);
+        assert_eq!(w.pending_between(t - 10_000, t), 2);
+        assert_eq!(w.pending_between(t + 1000, t + 10_000), 0);
         drop(w);
         let w = TimerWheel::open(&path, 1000).unwrap();
         assert_eq!(w.slot(t).num, 2);
