@@ -43,3 +43,4 @@ pub mod procs;
 pub mod reliability;
 pub mod rust_client;
 pub mod stats;
+pub mod timers;

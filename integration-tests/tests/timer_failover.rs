@@ -15,103 +15,26 @@
 )]
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use bytes::Bytes;
 use integration_tests::client::try_request;
 use integration_tests::harness::{HaPair, mqadmin, wait_caught_up, wait_until};
-use message::properties;
-use message::record::{self, Record};
-use remoting::protocol::broker::{PullMessageRequestHeader, SendMessageRequestHeaderV2};
-use remoting::protocol::constants::pull_sys_flag;
-use remoting::{RemotingCommand, RequestCode};
+use integration_tests::timers::{Delivered, now_ms};
+
+fn timer_send(i: i64, due: i64) -> remoting::RemotingCommand {
+    integration_tests::timers::timer_send(TOPIC, i, due)
+}
+
+/// (id, due, stored at) of every message of the topic on `addr`.
+fn drain(addr: &str) -> Vec<(String, i64, i64)> {
+    integration_tests::timers::drain(addr, TOPIC)
+        .into_iter()
+        .map(|Delivered { id, due, stored_at }| (id, due, stored_at))
+        .collect()
+}
 
 const TOPIC: &str = "TimerFailover";
 const TIMERS: i64 = 40;
-
-fn now_ms() -> i64 {
-    i64::try_from(
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .unwrap()
-            .as_millis(),
-    )
-    .unwrap()
-}
-
-fn timer_send(i: i64, due: i64) -> RemotingCommand {
-    let header = SendMessageRequestHeaderV2 {
-        producer_group: "sluice_it_timer".into(),
-        topic: TOPIC.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: 0,
-        born_timestamp: now_ms(),
-        flag: 0,
-        properties: Some(format!(
-            "TIMER_DELIVER_MS\u{1}{due}\u{2}UNIQ_KEY\u{1}t{i}\u{2}due\u{1}{due}\u{2}WAIT\u{1}true\u{2}"
-        )),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        max_reconsume_times: None,
-        batch: Some(false),
-        broker_name: None,
-    };
-    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
-        .with_body(Bytes::from_static(b"timer"))
-}
-
-/// Every message of queue 0 of the topic on `addr`: (UNIQ_KEY, due, store timestamp).
-fn drain(addr: &str) -> Vec<(String, i64, i64)> {
-    let mut out = Vec::new();
-    let mut offset = 0;
-    loop {
-        let header = PullMessageRequestHeader {
-            consumer_group: "timer_drain".into(),
-            topic: TOPIC.into(),
-            queue_id: 0,
-            queue_offset: offset,
-            max_msg_nums: 32,
-            sys_flag: pull_sys_flag::SUBSCRIPTION,
-            commit_offset: 0,
-            suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
-            sub_version: 0,
-            expression_type: Some("TAG".into()),
-            ..PullMessageRequestHeader::default()
-        };
-        let Ok(resp) = try_request(
-            addr,
-            RemotingCommand::request_with(RequestCode::PullMessage, &header),
-        ) else {
-            return out;
-        };
-        if resp.code() != 0 {
-            if resp.code() != 19 && resp.code() != 20 {
-                eprintln!("pull from {addr}: {} {:?}", resp.code(), resp.remark());
-            }
-            return out;
-        }
-        let body = resp.body.to_bytes();
-        let mut rest = &body[..];
-        let before = out.len();
-        while let Ok(Some(Record::Message(m))) = record::decode(rest) {
-            let props = m.properties_str();
-            let [uniq, due] = properties::get_many(&props, ["UNIQ_KEY", "due"]);
-            out.push((
-                uniq.unwrap_or("").to_owned(),
-                due.and_then(|d| d.parse().ok()).unwrap_or(0),
-                m.store_timestamp,
-            ));
-            rest = &rest[m.total_size as usize..];
-        }
-        if out.len() == before {
-            return out;
-        }
-        offset += i64::try_from(out.len() - before).unwrap();
-    }
-}
 
 #[test]
 fn timers_survive_a_master_kill_and_promotion_none_lost_none_early() {
