@@ -238,3 +238,42 @@ async fn broker_status_and_the_timer_checkpoint_show_pending_timers() {
     }
     b.stop().await;
 }
+
+#[tokio::test]
+async fn switch_timer_engine_keeps_the_file_wheel_and_refuses_rocksdb_as_apache_does() {
+    use remoting::protocol::timer::SwitchTimerEngineRequestHeader;
+    use remoting::{RemotingCommand, RequestCode};
+
+    let switch = |engine: Option<&str>| {
+        RemotingCommand::request_with(
+            RequestCode::SwitchTimerEngine,
+            &SwitchTimerEngineRequestHeader {
+                engine_type: engine.map(str::to_owned),
+            },
+        )
+    };
+    let b = Running::start(|_, _| {}).await;
+    let r = b.call(switch(Some("F"))).await;
+    assert_eq!(
+        (r.code(), r.remark()),
+        (0, Some("switch timer engine success"))
+    );
+    let r = b.call(switch(Some("R"))).await;
+    assert_eq!(r.code(), ResponseCode::InvalidParameter.code());
+    assert_eq!(
+        r.remark(),
+        Some("timerRocksDBEnable must be configured true when broker start")
+    );
+    for bad in [None, Some("X")] {
+        let r = b.call(switch(bad)).await;
+        assert_eq!(
+            (r.code(), r.remark()),
+            (ResponseCode::InvalidParameter.code(), Some("param error"))
+        );
+    }
+    b.stop().await;
+    let b = Running::start(|_, s| s.timer_wheel_enable = false).await;
+    let r = b.call(switch(Some("F"))).await;
+    assert_eq!(r.remark(), Some("broker timerWheelEnable is false"));
+    b.stop().await;
+}

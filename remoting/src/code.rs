@@ -267,6 +267,8 @@ codes! {
         AuthGetAcl = 3009 => "AUTH_GET_ACL",
         /// 5.x only.
         AuthListAcl = 3010 => "AUTH_LIST_ACL",
+        /// 5.4+ only.
+        SwitchTimerEngine = 5001 => "SWITCH_TIMER_ENGINE",
         /// 5.x only.
         PopMessage = 200_050 => "POP_MESSAGE",
         /// 5.x only.

@@ -11,6 +11,7 @@
 //! - [`admin`]: stats, connections and offsets bodies read by `mqadmin`.
 //! - [`subscription`]: subscription groups, consumer and delay offset tables.
 //! - [`role`]: sluice's role switch and HA status (private codes).
+//! - [`timer`]: the timer engine's admin requests.
 
 pub mod admin;
 pub mod body;
@@ -21,4 +22,5 @@ pub mod namesrv;
 pub mod role;
 pub mod route;
 pub mod subscription;
+pub mod timer;
 pub mod topic;

@@ -184,6 +184,22 @@ impl Client {
         parse_body(&response, addr)
     }
 
+    /// SWITCH_TIMER_ENGINE to `engine_type` (`F` or `R`).
+    ///
+    /// # Errors
+    /// Transport failure or an error code (the broker's remark says why).
+    pub async fn switch_timer_engine(&self, addr: &str, engine_type: &str) -> Result<()> {
+        let header = remoting::protocol::timer::SwitchTimerEngineRequestHeader {
+            engine_type: Some(engine_type.to_owned()),
+        };
+        self.call(
+            addr,
+            RemotingCommand::request_with(RequestCode::SwitchTimerEngine, &header),
+        )
+        .await?;
+        Ok(())
+    }
+
     /// GET_BROKER_CONFIG, as a sorted map.
     ///
     /// # Errors

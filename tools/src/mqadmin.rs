@@ -140,6 +140,9 @@ pub enum Command {
     /// Show a broker's role, log end, promotion point and replication state (sluice)
     #[command(name = "haStatus")]
     HaStatus(ha::HaStatus),
+    /// switch the engine of timer message in broker
+    #[command(name = "switchTimerEngine")]
+    SwitchTimerEngine(cluster::SwitchTimerEngine),
 }
 
 /// What a running command writes to and talks through.
@@ -182,6 +185,7 @@ impl Command {
             Command::ConsumeMessage(c) => &c.common,
             Command::SwitchRole(c) => &c.common,
             Command::HaStatus(c) => &c.common,
+            Command::SwitchTimerEngine(c) => &c.common,
         }
     }
 
@@ -210,6 +214,7 @@ impl Command {
             Command::ConsumeMessage(c) => c.run(ctx).await,
             Command::SwitchRole(c) => c.run(ctx).await,
             Command::HaStatus(c) => c.run(ctx).await,
+            Command::SwitchTimerEngine(c) => c.run(ctx).await,
         }
     }
 }

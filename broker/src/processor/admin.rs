@@ -213,6 +213,35 @@ pub fn timer_checkpoint(broker: &Broker) -> Handled {
     Ok(success().with_body(bytes::Bytes::copy_from_slice(&cp.encode())))
 }
 
+/// SWITCH_TIMER_ENGINE (5001, RocketMQ 5.4+): sluice has the file time wheel only, so
+/// `F` succeeds (it is the engine in use) and `R` (RocksDB timeline) is refused as
+/// Apache refuses it on a broker started without `timerRocksDBEnable`.
+pub fn switch_timer_engine(broker: &Broker, request: &RemotingCommand) -> Handled {
+    use remoting::protocol::timer::{
+        FILE_TIME_WHEEL, ROCKSDB_TIMELINE, SwitchTimerEngineRequestHeader,
+    };
+    if !broker.timer_settings.enabled {
+        return Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            "broker timerWheelEnable is false",
+        ));
+    }
+    let h: SwitchTimerEngineRequestHeader = request
+        .decode_header()
+        .map_err(|_| Refusal::new(ResponseCode::InvalidParameter, "param error"))?;
+    match h.engine_type.as_deref() {
+        Some(FILE_TIME_WHEEL) => Ok(RemotingCommand::response(
+            ResponseCode::Success,
+            Some("switch timer engine success".to_owned()),
+        )),
+        Some(ROCKSDB_TIMELINE) => Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            "timerRocksDBEnable must be configured true when broker start",
+        )),
+        _ => Err(Refusal::new(ResponseCode::InvalidParameter, "param error")),
+    }
+}
+
 /// GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 5 slaves copy it): the pop-mode table, always
 /// empty here since SET_MESSAGE_REQUEST_MODE (pop consumption) is not supported.
 pub fn all_message_request_modes() -> Handled {

@@ -356,3 +356,55 @@ impl UpdateBrokerConfig {
         tally.finish()
     }
 }
+
+/// `switchTimerEngine` (RocketMQ 5.4+): `-e F` (file time wheel) or `R` (RocksDB
+/// timeline) on one broker or every master of a cluster.
+#[derive(Debug, Args)]
+pub struct SwitchTimerEngine {
+    /// Common options.
+    #[command(flatten)]
+    pub common: Common,
+    /// Broker or cluster.
+    #[command(flatten)]
+    pub target: Target,
+    /// R/F, R for rocksdb timeline engine, F for file time wheel engine.
+    #[arg(short = 'e', long = "engineType")]
+    pub engine_type: String,
+}
+
+impl SwitchTimerEngine {
+    pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
+        let engine = self.engine_type.trim();
+        let Some(name) = remoting::protocol::timer::engine_name(engine) else {
+            return Err(ToolsError::Usage(
+                "switchTimerEngine engineType must be R or F".into(),
+            ));
+        };
+        if let Some(addr) = self.target.broker() {
+            ctx.client.switch_timer_engine(addr, engine).await?;
+            writeln!(ctx.out, "switchTimerEngine to {name} success, {addr}")?;
+            return Ok(());
+        }
+        let cluster = self.target.cluster();
+        let info = ctx.client.cluster_info().await?;
+        let addrs: Vec<String> = master_addrs(&info, cluster)?.into_values().collect();
+        if addrs.is_empty() {
+            return Err(ToolsError::NoCluster {
+                cluster: cluster.to_owned(),
+            });
+        }
+        let mut tally = Tally::default();
+        for addr in &addrs {
+            let result = ctx.client.switch_timer_engine(addr, engine).await;
+            if tally
+                .check(ctx, result, || {
+                    format!("switchTimerEngine on {addr} failed")
+                })?
+                .is_some()
+            {
+                writeln!(ctx.out, "switchTimerEngine to {name} success, {addr}")?;
+            }
+        }
+        tally.finish()
+    }
+}
