@@ -124,6 +124,7 @@ impl Processor for BrokerProcessor {
             RequestCode::GetAllConsumerOffset => admin::all_consumer_offsets(b),
             RequestCode::GetAllDelayOffset => admin::all_delay_offsets(b),
             RequestCode::GetTimerCheckPoint => admin::timer_checkpoint(b),
+            RequestCode::GetTimerMetrics => admin::timer_metrics(b),
             RequestCode::SwitchTimerEngine => admin::switch_timer_engine(b, &request),
             RequestCode::GetAllMessageRequestMode => admin::all_message_request_modes(),
             RequestCode::GetBrokerConfig => admin::broker_config(b),

@@ -1,6 +1,6 @@
 //! What a slave copies from its master besides the CommitLog (RocketMQ's
 //! SlaveSynchronize): topic configs, consumer offsets, delay offsets, the timer
-//! checkpoint and subscription groups, every `SYNC_INTERVAL`, from the master address the name server reported,
+//! checkpoint and metrics, and subscription groups, every `SYNC_INTERVAL`, from the master address the name server reported,
 //! so a slave promoted to master serves with the master's tables.
 
 use std::sync::Arc;
@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tracing::{debug, warn};
 
 use crate::broker::Broker;
+use crate::timer::metrics::TimerMetricsWrapper;
 
 /// How often a slave copies its master's tables (the issue asks for 60 s; RocketMQ 4.9
 /// uses 10 s). Learning a (new) master from the name server and a role switch also
@@ -99,6 +100,12 @@ pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) ->
     }
     if let Some(cp) = fetch_timer_checkpoint(client, master).await {
         broker.timer.follow_master(&cp);
+        copied += 1;
+    }
+    if let Some(t) =
+        fetch::<TimerMetricsWrapper>(client, master, RequestCode::GetTimerMetrics).await
+    {
+        broker.timer.metrics().replace_from_master(t);
         copied += 1;
     }
     if let Some(t) = fetch::<SubscriptionGroupWrapper>(

@@ -277,3 +277,36 @@ async fn switch_timer_engine_keeps_the_file_wheel_and_refuses_rocksdb_as_apache_
     assert_eq!(r.remark(), Some("broker timerWheelEnable is false"));
     b.stop().await;
 }
+
+#[tokio::test]
+async fn timer_metrics_count_pending_timers_per_topic() {
+    use remoting::{RemotingCommand, RequestCode};
+
+    let b = Running::start(|_, _| {}).await;
+    for i in 0..3 {
+        let props = format!(
+            "TIMER_DELAY_MS\u{1}{}\u{2}UNIQ_KEY\u{1}m{i}\u{2}",
+            if i == 0 { 200 } else { 600_000 }
+        );
+        assert_eq!(b.send(TOPIC, 0, b"m", &props).await.code(), 0);
+    }
+    let metrics = || async {
+        let r = b
+            .call(RemotingCommand::request(RequestCode::GetTimerMetrics))
+            .await;
+        assert_eq!(r.code(), 0);
+        String::from_utf8(r.body.to_bytes().to_vec()).unwrap()
+    };
+    arrival(&b, 0, 0, Duration::from_secs(5)).await;
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let body = metrics().await;
+        if body.contains(&format!("\"{TOPIC}\":{{\"count\":2,")) {
+            assert!(body.contains("\"dataVersion\":{"), "{body}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "{body}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    b.stop().await;
+}

@@ -213,6 +213,11 @@ pub fn timer_checkpoint(broker: &Broker) -> Handled {
     Ok(success().with_body(bytes::Bytes::copy_from_slice(&cp.encode())))
 }
 
+/// GET_TIMER_METRICS (61, RocketMQ 5 slaves copy it): pending timers per real topic.
+pub fn timer_metrics(broker: &Broker) -> Handled {
+    Ok(success().with_body(json(&broker.timer.metrics().wrapper())?))
+}
+
 /// SWITCH_TIMER_ENGINE (5001, RocketMQ 5.4+): sluice has the file time wheel only, so
 /// `F` succeeds (it is the engine in use) and `R` (RocksDB timeline) is refused as
 /// Apache refuses it on a broker started without `timerRocksDBEnable`.

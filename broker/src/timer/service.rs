@@ -47,6 +47,7 @@ use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOf
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
+use super::metrics::TimerMetrics;
 use super::{TIMER_TOPIC, fire_ms};
 use crate::broker::Broker;
 use crate::properties::RealQueue;
@@ -87,6 +88,8 @@ pub struct TimerService {
     enqueued: AtomicU64,
     delivered: AtomicU64,
     rates: Mutex<Rates>,
+    /// Pending timers per real topic.
+    metrics: TimerMetrics,
 }
 
 /// The files and the progress, under one lock: enqueue and delivery both move them.
@@ -141,6 +144,7 @@ impl From<&TimerLogUnit> for Unit {
 
 /// A parked message read for enqueue.
 struct Request {
+    real_topic: Option<String>,
     commit_log_offset: u64,
     size: u32,
     out_ms: i64,
@@ -229,6 +233,15 @@ impl TimerService {
         );
         let window_slots = i64::try_from(config.timer_roll_window_slot).unwrap_or(SLOTS_TOTAL);
         let wheel = Arc::new(wheel);
+        let metrics = TimerMetrics::load(&root).map_err(|e| store::StoreError::Corrupt {
+            file: root.join("config").join(super::metrics::TIMER_METRICS),
+            offset: 0,
+            reason: if matches!(e, remoting::config_file::ConfigFileError::Corrupt { .. }) {
+                "timermetrics does not parse"
+            } else {
+                "timermetrics cannot be read"
+            },
+        })?;
         Ok(Arc::new(TimerService {
             store,
             precision_ms,
@@ -257,6 +270,7 @@ impl TimerService {
             enqueued: AtomicU64::new(0),
             delivered: AtomicU64::new(0),
             rates: Mutex::new(Rates::default()),
+            metrics,
         }))
     }
 
@@ -357,6 +371,12 @@ impl TimerService {
         st.checkpoint.counter = master.counter;
     }
 
+    /// Pending timers per real topic.
+    #[must_use]
+    pub fn metrics(&self) -> &TimerMetrics {
+        &self.metrics
+    }
+
     /// The figures of `brokerStatus`.
     #[must_use]
     pub fn figures(&self) -> TimerFigures {
@@ -418,6 +438,9 @@ impl TimerService {
         wheel.flush()?;
         cp.last_timer_log_flush_pos = i64::try_from(end).unwrap_or(i64::MAX);
         cp.store(&self.checkpoint_path)?;
+        if let Err(e) = self.metrics.persist() {
+            log_limit::limited!(warn!(error = %e, "cannot write timermetrics"));
+        }
         self.state.lock().checkpoint = cp;
         Ok(())
     }
@@ -519,6 +542,10 @@ impl TimerService {
         for request in requests {
             if let Some(r) = request {
                 woke |= st.enqueue(&r, now, self.roll_window_ms, delivering)?;
+                if let Some(topic) = &r.real_topic {
+                    let delta = if r.recall_key.is_some() { -1 } else { 1 };
+                    self.metrics.add(topic, delta, now);
+                }
             }
             st.queue_offset += 1;
             done += 1;
@@ -549,6 +576,7 @@ impl TimerService {
             return None;
         };
         Some(Request {
+            real_topic: real.map(str::to_owned),
             commit_log_offset: offset,
             size,
             out_ms,
@@ -726,6 +754,7 @@ impl TimerService {
         match result.append.filter(|_| result.status.is_ok()) {
             Some(append) => {
                 debug!(topic = %msg.topic, roll, "timer message delivered");
+                self.metrics.add(real.topic, -1, crate::clock::now_ms());
                 Delivery::Put(append.end_offset())
             }
             None => {
