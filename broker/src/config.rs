@@ -91,6 +91,12 @@ pub struct BrokerConfig {
     pub flush_consumer_offset_interval: u64,
     /// Refuse transactional messages (false).
     pub reject_transaction_message: bool,
+    /// Timer messages may be recalled (RECALL_MESSAGE) before they are due
+    /// (`recallMessageEnable`, 5.x, false).
+    pub recall_message_enable: bool,
+    /// Recalls are taken while the broker takes no writes
+    /// (`allowRecallWhenBrokerNotWriteable`, true).
+    pub allow_recall_when_broker_not_writeable: bool,
     /// A half message younger than this (ms) is not checked back yet
     /// (`transactionTimeOut`, 6000).
     #[serde(rename = "transactionTimeOut")]
@@ -176,6 +182,8 @@ impl Default for BrokerConfig {
             trace_topic_enable: false,
             flush_consumer_offset_interval: 5000,
             reject_transaction_message: false,
+            recall_message_enable: false,
+            allow_recall_when_broker_not_writeable: true,
             transaction_time_out: 6_000,
             transaction_check_max: 15,
             transaction_check_interval: 60_000,

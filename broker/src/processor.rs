@@ -28,6 +28,7 @@ pub mod end_transaction;
 pub mod offsets;
 pub mod pull;
 pub mod query;
+pub mod recall;
 pub mod role;
 pub mod send;
 pub mod send_back;
@@ -80,6 +81,7 @@ impl Processor for BrokerProcessor {
                 return pull::process(&self.broker, channel, request);
             }
             RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
+            RequestCode::RecallMessage => return recall::process(b, channel, &request),
             RequestCode::ResumeCheckHalfMessage => {
                 return end_transaction::resume_check_half_message(b, &request);
             }

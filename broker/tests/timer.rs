@@ -310,3 +310,75 @@ async fn timer_metrics_count_pending_timers_per_topic() {
     }
     b.stop().await;
 }
+
+#[tokio::test]
+async fn a_recalled_timer_is_never_delivered_and_the_others_are() {
+    use remoting::protocol::broker::SendMessageResponseHeader;
+    use remoting::protocol::timer::{
+        RecallHandle, RecallMessageRequestHeader, RecallMessageResponseHeader,
+    };
+    use remoting::{RemotingCommand, RequestCode};
+
+    let recall = |handle: &str| {
+        RemotingCommand::request_with(
+            RequestCode::RecallMessage,
+            &RecallMessageRequestHeader {
+                producer_group: Some("pg".into()),
+                topic: TOPIC.into(),
+                recall_handle: handle.into(),
+                broker_name: Some("broker-a".into()),
+            },
+        )
+    };
+    let b = Running::start(|c, _| c.recall_message_enable = true).await;
+    let due = broker::clock::now_ms() + 1500;
+    let mut handles = Vec::new();
+    for i in 0..2 {
+        let props = format!(
+            "TIMER_DELIVER_MS\u{1}{}\u{2}UNIQ_KEY\u{1}rc{i}\u{2}",
+            due + i
+        );
+        let r = b.send(TOPIC, 0, b"rc", &props).await;
+        assert_eq!(r.code(), 0);
+        let h: SendMessageResponseHeader = r.decode_header().unwrap();
+        handles.push(
+            h.recall_handle
+                .expect("a timer send answers its recall handle"),
+        );
+    }
+    let decoded = RecallHandle::decode(&handles[0]).unwrap();
+    assert_eq!(
+        (decoded.topic.as_str(), decoded.message_id.as_str()),
+        (TOPIC, "rc0")
+    );
+    assert_eq!(decoded.broker_name, "broker-a");
+    let r = b.call(recall(&handles[0])).await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    let h: RecallMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!(h.msg_id.as_deref(), Some("rc0"));
+    let r = b.call(recall("garbage")).await;
+    assert_eq!(
+        (r.code(), r.remark()),
+        (604, Some("recall handle is invalid"))
+    );
+    // Only the other one arrives.
+    let (at, props) = arrival(&b, 0, 0, Duration::from_secs(5)).await;
+    assert!(at >= due);
+    assert!(props.contains("UNIQ_KEY\u{1}rc1"), "{props:?}");
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    assert_eq!(
+        b.broker.store.max_offset_in_queue(TOPIC, 0),
+        1,
+        "the recalled timer was delivered"
+    );
+    b.stop().await;
+
+    // Off by default, as in RocketMQ.
+    let b = Running::start(|_, _| {}).await;
+    let r = b.call(recall(&handles[1])).await;
+    assert_eq!(
+        (r.code(), r.remark()),
+        (16, Some("recall failed, operation is forbidden"))
+    );
+    b.stop().await;
+}

@@ -387,6 +387,6 @@ mod tests {
         );
         assert_eq!(ResponseCode::PullNotFound.code(), 19);
         assert_eq!(RequestCode::try_from(99_999), Err(99_999));
-        assert_eq!(RequestCode::ALL.len(), 159);
+        assert_eq!(RequestCode::ALL.len(), 160);
     }
 }

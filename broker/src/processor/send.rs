@@ -67,12 +67,19 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
         Prepared::One(_) | Prepared::Half(..) => flags.unique_key.map(str::to_owned),
         Prepared::Batch(_) => None,
     };
+    let ids = Ids {
+        recall_handle: match &prepared {
+            Prepared::One(msg) => recall_handle(broker, msg),
+            _ => None,
+        },
+        unique_key,
+    };
     let base = send_response_extras(
         broker,
         RemotingCommand::response(ResponseCode::Success, None),
     );
     if !wait {
-        return Reply::Now(put_response(base, &result, queue_id, unique_key));
+        return Reply::Now(put_response(base, &result, queue_id, ids));
     }
     // Group commit, then (SYNC_MASTER) a slave's ack: both are futures, no thread waits.
     let durable = broker.durable(&result);
@@ -81,7 +88,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
             base,
             &PutResult { status, ..result },
             queue_id,
-            unique_key,
+            ids,
         ));
     }
     Reply::later(async move {
@@ -90,7 +97,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
             base,
             &PutResult { status, ..result },
             queue_id,
-            unique_key,
+            ids,
         ))
     })
 }
@@ -401,12 +408,43 @@ pub fn random_queue(queues: i32) -> i32 {
     i32::try_from(r).unwrap_or(0) % queues
 }
 
+/// The ids a send response names besides the offset message id.
+pub(crate) struct Ids {
+    /// `UNIQ_KEY` (the transaction id clients show).
+    pub unique_key: Option<String>,
+    /// A parked timer message's recall handle.
+    pub recall_handle: Option<String>,
+}
+
+/// RocketMQ's `attachRecallHandle`: a message parked for the timer wheel (not a retry)
+/// answers the handle that recalls it — its real topic, this broker, `TIMER_OUT_MS` + 1
+/// and its `UNIQ_KEY`.
+fn recall_handle(broker: &Broker, msg: &MessageInner) -> Option<String> {
+    use message::properties::keys::{TIMER_OUT_MS, UNIQ_KEY};
+    if msg.topic != crate::timer::TIMER_TOPIC {
+        return None;
+    }
+    let [out, real, uniq] =
+        properties::get_many(&msg.properties, [TIMER_OUT_MS, REAL_TOPIC, UNIQ_KEY]);
+    let real = real.filter(|t| !t.starts_with(system::RETRY_GROUP_TOPIC_PREFIX))?;
+    let timestamp = out?.parse::<i64>().ok()?.checked_add(1)?;
+    Some(
+        remoting::protocol::timer::RecallHandle {
+            topic: real.to_owned(),
+            broker_name: broker.config().broker_name.clone(),
+            timestamp: timestamp.to_string(),
+            message_id: uniq.unwrap_or("").to_owned(),
+        }
+        .encode(),
+    )
+}
+
 /// Turns a put result into the send response (`handlePutMessageResult`).
 pub(crate) fn put_response(
     mut response: RemotingCommand,
     result: &PutResult,
     queue_id: i32,
-    unique_key: Option<String>,
+    ids: Ids,
 ) -> RemotingCommand {
     let (code, remark) = status_response(result.status);
     response.header.code = code.code();
@@ -424,9 +462,9 @@ pub(crate) fn put_response(
             queue_id,
             queue_offset: i64::try_from(append.queue_offset.0).unwrap_or(i64::MAX),
             // As 5.x: the UNIQ_KEY (clients show it as the transaction id).
-            transaction_id: unique_key,
+            transaction_id: ids.unique_key,
             batch_uniq_id: None,
-            recall_handle: None,
+            recall_handle: ids.recall_handle,
         };
         response = response.with_header(&header);
     } else {
