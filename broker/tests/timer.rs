@@ -382,3 +382,30 @@ async fn a_recalled_timer_is_never_delivered_and_the_others_are() {
     );
     b.stop().await;
 }
+
+#[tokio::test]
+async fn a_delay_level_wins_over_timer_properties_which_are_dropped() {
+    let b = Running::start(|_, s| s.message_delay_level = "1s 2s".into()).await;
+    let sent = broker::clock::now_ms();
+    let r = b
+        .send(
+            TOPIC,
+            0,
+            b"level",
+            "DELAY\u{1}1\u{2}TIMER_DELAY_SEC\u{1}30\u{2}",
+        )
+        .await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    let (at, props) = arrival(&b, 0, 0, Duration::from_secs(5)).await;
+    assert!(
+        at - sent >= 1000 && at - sent < 3000,
+        "delivered after {} ms",
+        at - sent
+    );
+    assert!(!props.contains("TIMER_DELAY_SEC"), "{props:?}");
+    assert_eq!(
+        b.broker.store.max_offset_in_queue("rmq_sys_wheel_timer", 0),
+        0
+    );
+    b.stop().await;
+}

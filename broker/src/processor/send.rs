@@ -7,7 +7,7 @@
 //! keeps a connection's sends in order; waiting for durability is a future.
 
 use message::properties;
-use message::properties::keys::{CLUSTER, DELAY, MSG_REGION, REAL_QID, REAL_TOPIC, TRACE_ON};
+use message::properties::keys::{self, CLUSTER, DELAY, MSG_REGION, REAL_QID, REAL_TOPIC, TRACE_ON};
 use message::record::sys_flag;
 use remoting::protocol::broker::{
     SendMessageRequestHeader, SendMessageRequestHeaderV2, SendMessageResponseHeader,
@@ -298,7 +298,9 @@ pub fn park_timer(
 
 /// Parks a message with delay `level` in SCHEDULE_TOPIC_XXXX: queue `level − 1`
 /// (clamped to the highest level), the real topic and queue kept in REAL_TOPIC /
-/// REAL_QID. Returns the new topic, queue and properties.
+/// REAL_QID. Timer properties go: the level wins (RocketMQ's `checkIfTimerMessage`
+/// clears them), so a retry of a delivered timer message is not timed again. Returns the
+/// new topic, queue and properties.
 #[must_use]
 pub fn delay_rewrite(
     broker: &Broker,
@@ -309,8 +311,16 @@ pub fn delay_rewrite(
 ) -> (String, i32, String) {
     let max_level = i32::try_from(broker.store.delay_levels().len()).unwrap_or(i32::MAX);
     let level = level.clamp(1, max_level);
-    let props = properties::set(
+    let untimed = properties::without(
         properties,
+        &[
+            keys::TIMER_DELIVER_MS,
+            keys::TIMER_DELAY_SEC,
+            keys::TIMER_DELAY_MS,
+        ],
+    );
+    let props = properties::set(
+        &untimed,
         &[
             (REAL_TOPIC, topic),
             (REAL_QID, &queue_id.to_string()),
