@@ -273,6 +273,20 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "serverSocketRcvBufSize",
     "serverPooledByteBufAllocatorEnable",
     "useEpollNativeSelector",
+    // 5.x timer tuning that the file wheel here has no use for: one enqueue and one
+    // delivery task, no warm-up, no separate get/put thread pools, no metric checks.
+    "timerEnableDisruptor",
+    "timerGetMessageThreadNum",
+    "timerPutMessageThreadNum",
+    "timerEnableCheckMetrics",
+    "timerCheckMetricsWhen",
+    "timerMetricSmallThreshold",
+    "timerProgressLogIntervalMs",
+    "timerWarmEnable",
+    "timerSkipUnknownError",
+    "timerEnableRetryUntilSuccess",
+    "timerInterceptDelayLevel",
+    "timerColdDataCheckIntervalMs",
 ];
 
 /// Why a broker config cannot be used.

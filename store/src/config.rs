@@ -189,6 +189,10 @@ pub struct StoreConfig {
     pub timer_stop_enqueue: bool,
     /// Stop delivering timers (`timerStopDequeue`, for operators). Default false.
     pub timer_stop_dequeue: bool,
+    /// RocketMQ 5.4's RocksDB timeline engine (`timerRocksDBEnable`). sluice has the file
+    /// wheel only, so true is refused at start rather than silently ignored.
+    #[serde(rename = "timerRocksDBEnable")]
+    pub timer_rocks_db_enable: bool,
 
     // ---------------------------------------------------------------- expiry
     /// Hours a CommitLog file is kept after its last write (`fileReservedTime`).
@@ -274,6 +278,7 @@ impl Default for StoreConfig {
             timer_congest_num_each_slot: i64::from(i32::MAX),
             timer_stop_enqueue: false,
             timer_stop_dequeue: false,
+            timer_rocks_db_enable: false,
             file_reserved_time: 72,
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio: 75,
@@ -371,6 +376,13 @@ impl StoreConfig {
                 "timerRollWindowSlot outside 2..={most}; using {most}"
             );
             self.timer_roll_window_slot = most;
+        }
+        if self.timer_rocks_db_enable {
+            return Err(ConfigError::Invalid {
+                key: "timerRocksDBEnable",
+                value: "true".into(),
+                reason: "the RocksDB timeline engine is not available: timers use the file time wheel (timerWheelEnable)",
+            });
         }
         if self.timer_flush_interval_ms == 0 {
             self.timer_flush_interval_ms = 1;
@@ -601,6 +613,26 @@ mod tests {
         assert!(c.check_crc_on_recover);
         assert!(!c.warm_maped_file_enable);
         assert_eq!(c.flush_least_pages_when_warm_maped_file, 4096);
+    }
+
+    #[test]
+    fn timer_keys_are_read_as_rocketmq_reads_them() {
+        let mut c = StoreConfig::default();
+        c.timer_precision_ms = 300;
+        c.timer_roll_window_slot = 1;
+        c.sanitize().unwrap();
+        assert_eq!(c.timer_precision_ms, 200);
+        assert_eq!(c.timer_roll_window_slot, 7 * 24 * 3600 - 60);
+        let mut c = StoreConfig::default();
+        c.timer_precision_ms = 50;
+        c.sanitize().unwrap();
+        assert_eq!(c.timer_precision_ms, 100);
+        let mut c = StoreConfig::default();
+        c.timer_rocks_db_enable = true;
+        assert!(
+            c.sanitize().is_err(),
+            "the RocksDB engine is refused, not ignored"
+        );
     }
 
     #[test]
