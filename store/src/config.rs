@@ -617,18 +617,24 @@ mod tests {
 
     #[test]
     fn timer_keys_are_read_as_rocketmq_reads_them() {
-        let mut c = StoreConfig::default();
-        c.timer_precision_ms = 300;
-        c.timer_roll_window_slot = 1;
+        let mut c = StoreConfig {
+            timer_precision_ms: 300,
+            timer_roll_window_slot: 1,
+            ..StoreConfig::default()
+        };
         c.sanitize().unwrap();
         assert_eq!(c.timer_precision_ms, 200);
         assert_eq!(c.timer_roll_window_slot, 7 * 24 * 3600 - 60);
-        let mut c = StoreConfig::default();
-        c.timer_precision_ms = 50;
+        let mut c = StoreConfig {
+            timer_precision_ms: 50,
+            ..StoreConfig::default()
+        };
         c.sanitize().unwrap();
         assert_eq!(c.timer_precision_ms, 100);
-        let mut c = StoreConfig::default();
-        c.timer_rocks_db_enable = true;
+        let mut c = StoreConfig {
+            timer_rocks_db_enable: true,
+            ..StoreConfig::default()
+        };
         assert!(
             c.sanitize().is_err(),
             "the RocksDB engine is refused, not ignored"
