@@ -335,4 +335,28 @@ mod tests {
                 .starts_with("timer message is under flow control, max num limit is 20")
         );
     }
+
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever a producer puts in the timer properties, parking answers (a refusal
+        /// or a place), never panics, and never parks a message due in the past.
+        #[test]
+        fn parking_any_properties_never_panics(
+            sec in proptest::option::of(".{0,24}"),
+            ms in proptest::option::of(".{0,24}"),
+            at in proptest::option::of(any::<i64>().prop_map(|v| v.to_string())),
+        ) {
+            let mut props = String::new();
+            for (k, v) in [(TIMER_DELAY_SEC, &sec), (TIMER_DELAY_MS, &ms), (TIMER_DELIVER_MS, &at)] {
+                if let Some(v) = v {
+                    props.push_str(&format!("{k}\u{1}{}\u{2}", v.replace(['\u{1}', '\u{2}'], "")));
+                }
+            }
+            if let Ok(Some(p)) = park(&settings(), "T", 0, &props, NOW, |_| 0) {
+                let out: i64 = properties::get(&p.properties, TIMER_OUT_MS).unwrap().parse().unwrap();
+                prop_assert!(fire_ms(out, 1000) > NOW);
+            }
+        }
+    }
 }

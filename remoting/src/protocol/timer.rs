@@ -130,4 +130,17 @@ mod tests {
             assert_eq!(RecallHandle::decode(bad), Err(InvalidRecallHandle), "{bad}");
         }
     }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_decodes_or_is_refused_never_panics(text in ".{0,120}") {
+            let _ = RecallHandle::decode(&text);
+        }
+
+        #[test]
+        fn handles_round_trip(topic in "[A-Za-z0-9_%-]{1,20}", broker in "[a-z0-9-]{1,12}", ts in 0i64.., id in "[0-9A-F]{32}") {
+            let h = RecallHandle { topic, broker_name: broker, timestamp: ts.to_string(), message_id: id };
+            proptest::prop_assert_eq!(RecallHandle::decode(&h.encode()), Ok(h));
+        }
+    }
 }
