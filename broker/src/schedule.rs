@@ -268,19 +268,7 @@ impl ScheduleService {
         // RocketMQ leaves DELAY on the delivered copy (it encodes the properties
         // before clearing the level); clients see it, so it is kept.
         let properties = properties::set(&props, &[(WAIT, "false")]);
-        let msg = MessageInner {
-            topic: topic.to_owned(),
-            queue_id,
-            flag: parked.flag,
-            body: bytes.slice_ref(parked.body),
-            properties,
-            sys_flag: parked.sys_flag,
-            born_timestamp: parked.born_timestamp,
-            born_host: parked.born_host,
-            store_host: parked.store_host,
-            reconsume_times: parked.reconsume_times,
-            prepared_transaction_offset: parked.prepared_transaction_offset,
-        };
+        let msg = MessageInner::copy_of(&parked, &bytes, topic, queue_id, properties);
         let result = self.store.put_message(&msg);
         match result.append.filter(|_| result.status.is_ok()) {
             Some(append) => {

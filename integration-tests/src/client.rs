@@ -228,6 +228,12 @@ impl FakeBroker {
 /// A SEND_MESSAGE_V2 of `body` to queue 0 of `topic` (tag `raw`), as a producer sends it.
 #[must_use]
 pub fn send_request(topic: &str, body: &'static [u8]) -> RemotingCommand {
+    send_request_with(topic, body, "TAGS\u{1}raw\u{2}")
+}
+
+/// [`send_request`] with the properties `properties` (`k\u{1}v\u{2}`…).
+#[must_use]
+pub fn send_request_with(topic: &str, body: &'static [u8], properties: &str) -> RemotingCommand {
     let header = SendMessageRequestHeaderV2 {
         producer_group: "sluice_it_raw".into(),
         topic: topic.into(),
@@ -237,7 +243,7 @@ pub fn send_request(topic: &str, body: &'static [u8]) -> RemotingCommand {
         sys_flag: 0,
         born_timestamp: 0,
         flag: 0,
-        properties: Some("TAGS\u{1}raw\u{2}".into()),
+        properties: Some(properties.into()),
         reconsume_times: Some(0),
         unit_mode: Some(false),
         max_reconsume_times: None,

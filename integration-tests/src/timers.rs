@@ -6,14 +6,13 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use message::properties;
 use message::record::{self, Record};
-use remoting::protocol::broker::{PullMessageRequestHeader, SendMessageRequestHeaderV2};
+use remoting::protocol::broker::PullMessageRequestHeader;
 use remoting::protocol::constants::pull_sys_flag;
 use remoting::{RemotingCommand, RequestCode};
 
-use crate::client::try_request;
+use crate::client::{send_request_with, try_request};
 
 /// Now, in ms since the epoch.
 #[must_use]
@@ -26,26 +25,13 @@ pub fn now_ms() -> i64 {
 /// A SEND_MESSAGE_V2 to queue 0 of `topic`, due at `due` (epoch ms), id `t<i>`.
 #[must_use]
 pub fn timer_send(topic: &str, i: i64, due: i64) -> RemotingCommand {
-    let header = SendMessageRequestHeaderV2 {
-        producer_group: "sluice_it_timer".into(),
-        topic: topic.into(),
-        default_topic: "TBW102".into(),
-        default_topic_queue_nums: 4,
-        queue_id: 0,
-        sys_flag: 0,
-        born_timestamp: now_ms(),
-        flag: 0,
-        properties: Some(format!(
+    send_request_with(
+        topic,
+        b"timer",
+        &format!(
             "TIMER_DELIVER_MS\u{1}{due}\u{2}UNIQ_KEY\u{1}t{i}\u{2}due\u{1}{due}\u{2}WAIT\u{1}true\u{2}"
-        )),
-        reconsume_times: Some(0),
-        unit_mode: Some(false),
-        max_reconsume_times: None,
-        batch: Some(false),
-        broker_name: None,
-    };
-    RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
-        .with_body(Bytes::from_static(b"timer"))
+        ),
+    )
 }
 
 /// One delivered timer message.
@@ -146,4 +132,73 @@ pub fn timer_checkpoint(addr: &str) -> Option<TimerProgress> {
         last_timer_log_flush_pos: long(1)?,
         last_timer_queue_offset: long(2)?,
     })
+}
+
+/// What a drain holds against what was sent.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tally {
+    /// Deliveries, duplicates included.
+    pub delivered: usize,
+    /// Distinct timers delivered.
+    pub distinct: usize,
+    /// Deliveries beyond the first of a timer.
+    pub duplicates: usize,
+    /// Sent timers never delivered.
+    pub missing: Vec<String>,
+    /// Deliveries before their due time: (id, ms early).
+    pub early: Vec<(String, i64)>,
+    /// Deliveries of messages that were not sent.
+    pub foreign: Vec<String>,
+    /// Lateness of each delivery (ms after due).
+    pub lateness_ms: Vec<i64>,
+}
+
+/// Tallies `got` against `due` (id → due time).
+#[must_use]
+pub fn tally(got: &[Delivered], due: &std::collections::BTreeMap<String, i64>) -> Tally {
+    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+    let mut t = Tally {
+        delivered: got.len(),
+        ..Tally::default()
+    };
+    for d in got {
+        match due.get(&d.id) {
+            Some(&at) if at == d.due => {
+                *seen.entry(&d.id).or_default() += 1;
+                if d.stored_at < at {
+                    t.early.push((d.id.clone(), at - d.stored_at));
+                }
+                t.lateness_ms.push(d.stored_at - at);
+            }
+            _ => t.foreign.push(d.id.clone()),
+        }
+    }
+    t.distinct = seen.len();
+    t.duplicates = seen.values().map(|n| n - 1).sum();
+    t.missing = due
+        .keys()
+        .filter(|k| !seen.contains_key(k.as_str()))
+        .cloned()
+        .collect();
+    t
+}
+
+/// Drains `topic` on `addr` until every timer of `due` is there and the last is due,
+/// or `timeout` passes; returns the last drain's tally.
+#[must_use]
+pub fn wait_delivered(
+    addr: &str,
+    topic: &str,
+    due: &std::collections::BTreeMap<String, i64>,
+    timeout: std::time::Duration,
+) -> Tally {
+    let last = due.values().max().copied().unwrap_or(0);
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        let t = tally(&drain(addr, topic), due);
+        if (t.missing.is_empty() && now_ms() > last) || std::time::Instant::now() > deadline {
+            return t;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
 }

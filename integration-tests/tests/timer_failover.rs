@@ -19,18 +19,10 @@ use std::time::Duration;
 
 use integration_tests::client::try_request;
 use integration_tests::harness::{HaPair, mqadmin, wait_caught_up, wait_until};
-use integration_tests::timers::{Delivered, now_ms};
+use integration_tests::timers::{drain, now_ms, wait_delivered};
 
 fn timer_send(i: i64, due: i64) -> remoting::RemotingCommand {
     integration_tests::timers::timer_send(TOPIC, i, due)
-}
-
-/// (id, due, stored at) of every message of the topic on `addr`.
-fn drain(addr: &str) -> Vec<(String, i64, i64)> {
-    integration_tests::timers::drain(addr, TOPIC)
-        .into_iter()
-        .map(|Delivered { id, due, stored_at }| (id, due, stored_at))
-        .collect()
 }
 
 const TOPIC: &str = "TimerFailover";
@@ -64,40 +56,19 @@ fn timers_survive_a_master_kill_and_promotion_none_lost_none_early() {
         u64::try_from(kill_at - now_ms()).unwrap_or(0),
     ));
     pair.master_mut().kill();
-    let delivered_by_a_seen_on_b = drain(&b_addr).len();
+    let delivered_by_a_seen_on_b = drain(&b_addr, TOPIC).len();
     mqadmin(&ns, &["switchRole", "-b", &b_addr, "-r", "MASTER"]).assert_ok();
     pair.promoted();
 
-    let last_due = start + 4000 + (TIMERS - 1) * 100;
-    assert!(
-        wait_until(Duration::from_secs(30), || {
-            let got = drain(&b_addr);
-            now_ms() > last_due && due.keys().all(|k| got.iter().any(|(u, _, _)| u == k))
-        }),
-        "not every timer was delivered after the promotion: got {:?}",
-        drain(&b_addr)
-    );
-    let got = drain(&b_addr);
-    let mut seen = BTreeMap::<String, usize>::new();
-    for (uniq, d, stored_at) in &got {
-        assert_eq!(
-            due.get(uniq),
-            Some(d),
-            "a message that was not sent: {uniq}"
-        );
-        assert!(
-            stored_at >= d,
-            "{uniq} delivered {} ms before its time",
-            d - stored_at
-        );
-        *seen.entry(uniq.clone()).or_default() += 1;
-    }
-    let duplicates: usize = seen.values().map(|n| n - 1).sum();
+    let t = wait_delivered(&b_addr, TOPIC, &due, Duration::from_secs(30));
     eprintln!(
-        "timers: {TIMERS} sent, {} delivered (by the old master before the kill: {delivered_by_a_seen_on_b}), {duplicates} delivered twice",
-        got.len()
+        "timers: {TIMERS} sent, {} delivered (by the old master before the kill: {delivered_by_a_seen_on_b}), {} delivered twice",
+        t.delivered, t.duplicates
     );
-    assert_eq!(seen.len(), usize::try_from(TIMERS).unwrap(), "timers lost");
+    assert!(t.missing.is_empty(), "timers lost: {:?}", t.missing);
+    assert!(t.early.is_empty(), "timers delivered early: {:?}", t.early);
+    assert!(t.foreign.is_empty(), "messages never sent: {:?}", t.foreign);
+    let duplicates = t.duplicates;
     // The read time marks whole slots (1 s) and the slave copies it every second: no
     // more than about two seconds of timers (20 here, 100 ms apart) may come twice.
     assert!(duplicates <= 25, "{duplicates} timers delivered twice");
@@ -131,35 +102,14 @@ fn timers_survive_repeated_kill_9_none_lost_none_early() {
         broker.kill();
         broker.restart();
     }
-    let last_due = start + 2000 + (TIMERS * 2 - 1) * 75;
-    let addr = broker.addr();
-    assert!(
-        wait_until(Duration::from_secs(30), || {
-            let got = drain(&addr);
-            now_ms() > last_due && due.keys().all(|k| got.iter().any(|(u, _, _)| u == k))
-        }),
-        "not every timer was delivered across the kills"
-    );
-    let got = drain(&addr);
-    let mut seen = BTreeMap::<String, usize>::new();
-    for (uniq, d, stored_at) in &got {
-        assert_eq!(
-            due.get(uniq),
-            Some(d),
-            "a message that was not sent: {uniq}"
-        );
-        assert!(
-            stored_at >= d,
-            "{uniq} delivered {} ms before its time",
-            d - stored_at
-        );
-        *seen.entry(uniq.clone()).or_default() += 1;
-    }
-    let duplicates: usize = seen.values().map(|n| n - 1).sum();
+    let t = wait_delivered(&broker.addr(), TOPIC, &due, Duration::from_secs(30));
     eprintln!(
-        "timers: {} sent, {} delivered across 3 kills, {duplicates} delivered twice",
+        "timers: {} sent, {} delivered across 3 kills, {} delivered twice",
         TIMERS * 2,
-        got.len()
+        t.delivered,
+        t.duplicates
     );
-    assert_eq!(seen.len(), due.len(), "timers lost");
+    assert!(t.missing.is_empty(), "timers lost: {:?}", t.missing);
+    assert!(t.early.is_empty(), "timers delivered early: {:?}", t.early);
+    assert!(t.foreign.is_empty(), "messages never sent: {:?}", t.foreign);
 }

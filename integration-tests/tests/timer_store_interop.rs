@@ -20,7 +20,7 @@ use integration_tests::client::try_request;
 use integration_tests::harness::{
     ApacheBroker, BrokerProcess, NamesrvProcess, create_topic, wait_until,
 };
-use integration_tests::timers::{Delivered, drain, now_ms, timer_checkpoint, timer_send};
+use integration_tests::timers::{now_ms, timer_checkpoint, timer_send, wait_delivered};
 
 const TOPIC: &str = "TimerInterop";
 const TIMERS: i64 = 20;
@@ -54,40 +54,21 @@ fn wait_enqueued(addr: &str, what: &str) {
 
 /// Waits for every timer on `addr`; asserts none is early and none missing.
 fn assert_all_delivered_on_time(addr: &str, due: &BTreeMap<String, i64>, what: &str) {
-    let last = due.values().max().copied().unwrap();
-    let mut got = Vec::new();
-    let done = wait_until(
-        Duration::from_secs(60)
-            + Duration::from_millis(u64::try_from(last - now_ms()).unwrap_or(0)),
-        || {
-            got = drain(addr, TOPIC);
-            due.keys().all(|k| got.iter().any(|d| &d.id == k))
-        },
+    let t = wait_delivered(addr, TOPIC, due, Duration::from_secs(90));
+    assert!(t.missing.is_empty(), "{what}: timers lost: {:?}", t.missing);
+    assert!(
+        t.early.is_empty(),
+        "{what}: timers delivered early: {:?}",
+        t.early
     );
-    assert!(done, "{what}: delivered {} of {TIMERS}: {got:?}", got.len());
-    for Delivered {
-        id,
-        due: d,
-        stored_at,
-    } in &got
-    {
-        assert_eq!(
-            due.get(id),
-            Some(d),
-            "{what}: a message that was not sent: {id}"
-        );
-        assert!(
-            stored_at >= d,
-            "{what}: {id} delivered {} ms early",
-            d - stored_at
-        );
-    }
-    let late: Vec<i64> = got.iter().map(|d| d.stored_at - d.due).collect();
+    assert!(
+        t.foreign.is_empty(),
+        "{what}: messages never sent: {:?}",
+        t.foreign
+    );
     eprintln!(
         "{what}: {} delivered ({} duplicates), lateness {:?} ms",
-        got.len(),
-        got.len() - due.len(),
-        late
+        t.delivered, t.duplicates, t.lateness_ms
     );
 }
 

@@ -14,7 +14,7 @@
 //!
 //! Written with `pwrite` + `fdatasync` rather than a mapping: 40 bytes in one sector.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -23,8 +23,6 @@ use tracing::info;
 
 use crate::error::{Result, StoreError};
 
-/// Size of the checkpoint file.
-pub const CHECKPOINT_FILE_SIZE: usize = 4096;
 /// Abnormal recovery starts this much before the checkpoint's timestamps (ms).
 pub const RECOVERY_SAFETY_MARGIN_MS: i64 = 3000;
 
@@ -70,14 +68,7 @@ impl Checkpoint {
     /// # Errors
     /// The file cannot be created, read or sized.
     pub fn open(path: &Path) -> Result<Self> {
-        let exists = path.exists();
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| StoreError::io("open", path, e))?;
+        let (file, exists) = crate::page_file::open(path)?;
         let mut buf = [0u8; 40];
         let mut read = 0;
         if exists {
@@ -88,14 +79,6 @@ impl Checkpoint {
                     Err(e) => return Err(StoreError::io("read", path, e)),
                 }
             }
-        }
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", path, e))?
-            .len();
-        if len < CHECKPOINT_FILE_SIZE as u64 {
-            file.set_len(CHECKPOINT_FILE_SIZE as u64)
-                .map_err(|e| StoreError::io("truncate", path, e))?;
         }
         let f = decode(&buf[..read]);
         info!(

@@ -34,6 +34,34 @@ pub struct MessageInner {
     pub prepared_transaction_offset: i64,
 }
 
+impl MessageInner {
+    /// A copy of the stored message `stored` (whose record is `record`) for `topic` /
+    /// `queue_id` with `properties`: how parked messages (delay levels, timers) are put
+    /// into their real queue.
+    #[must_use]
+    pub fn copy_of(
+        stored: &message::record::StoredMessage<'_>,
+        record: &Bytes,
+        topic: &str,
+        queue_id: i32,
+        properties: String,
+    ) -> Self {
+        MessageInner {
+            topic: topic.to_owned(),
+            queue_id,
+            flag: stored.flag,
+            body: record.slice_ref(stored.body),
+            properties,
+            sys_flag: stored.sys_flag,
+            born_timestamp: stored.born_timestamp,
+            born_host: stored.born_host,
+            store_host: stored.store_host,
+            reconsume_times: stored.reconsume_times,
+            prepared_transaction_offset: stored.prepared_transaction_offset,
+        }
+    }
+}
+
 /// A client batch (`SEND_BATCH_MESSAGE`): header fields shared by all entries plus the
 /// raw batch body, which holds entries in the client batch encoding
 /// ([`message::batch`]).

@@ -37,10 +37,12 @@ use message::properties::keys::{
     REAL_QID, REAL_TOPIC, TIMER_DEL_UNIQKEY, TIMER_DEQUEUE_MS, TIMER_ENQUEUE_MS, TIMER_OUT_MS,
     TIMER_ROLL_TIMES, UNIQ_KEY, WAIT,
 };
-use message::record::{self, Record, StoredMessage};
+use message::record::{self, Record};
 use parking_lot::Mutex;
 use store::timer::checkpoint::TimerCheckpoint;
-use store::timer::log_unit::{MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL, TimerLogUnit};
+use store::timer::log_unit::{
+    MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL, TimerLogUnit, is_recall_marker,
+};
 use store::timer::timer_log::TimerLog;
 use store::timer::wheel::{BLANK_SLOTS, SLOTS_TOTAL, TimerWheel};
 use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOffset};
@@ -718,7 +720,7 @@ impl TimerService {
         let enqueue = due.unit.write_time_ms.to_string();
         let msg = if roll {
             let times = rolls.and_then(|r| r.parse::<i64>().ok()).unwrap_or(0) + 1;
-            converted(
+            MessageInner::copy_of(
                 &parked,
                 &bytes,
                 TIMER_TOPIC,
@@ -735,7 +737,7 @@ impl TimerService {
             )
         } else {
             let cleared = properties::without(&props, &[REAL_TOPIC, REAL_QID]);
-            converted(
+            MessageInner::copy_of(
                 &parked,
                 &bytes,
                 real.topic,
@@ -764,28 +766,6 @@ impl TimerService {
                 Delivery::Failed
             }
         }
-    }
-}
-
-fn converted(
-    parked: &StoredMessage<'_>,
-    bytes: &bytes::Bytes,
-    topic: &str,
-    queue_id: i32,
-    properties: String,
-) -> MessageInner {
-    MessageInner {
-        topic: topic.to_owned(),
-        queue_id,
-        flag: parked.flag,
-        body: bytes.slice_ref(parked.body),
-        properties,
-        sys_flag: parked.sys_flag,
-        born_timestamp: parked.born_timestamp,
-        born_host: parked.born_host,
-        store_host: parked.store_host,
-        reconsume_times: parked.reconsume_times,
-        prepared_transaction_offset: parked.prepared_transaction_offset,
     }
 }
 
@@ -833,19 +813,9 @@ impl State {
             reserved: 0,
         };
         let pos = self.log.append(&unit)?;
-        let pos_i = i64::try_from(pos).unwrap_or(i64::MAX);
-        let recall = magic & MAGIC_DELETE != 0 && magic & MAGIC_ROLL == 0;
-        self.wheel.put(
-            at,
-            if slot.first_pos == -1 {
-                pos_i
-            } else {
-                slot.first_pos
-            },
-            pos_i,
-            if recall { slot.num - 1 } else { slot.num + 1 },
-            slot.magic,
-        );
+        let recall = is_recall_marker(magic);
+        self.wheel
+            .link(at, i64::try_from(pos).unwrap_or(i64::MAX), recall);
         let slot_start = self.wheel.period_start(at);
         if !delivering || slot_start >= self.loaded_to {
             return Ok(false);
@@ -926,7 +896,7 @@ impl State {
         }
         let mut count = 0;
         for (p, unit) in units.into_iter().rev() {
-            if unit.magic & MAGIC_DELETE != 0 && unit.magic & MAGIC_ROLL == 0 {
+            if is_recall_marker(unit.magic) {
                 if let Some(key) = recall_key(store, &unit) {
                     self.recalled.entry(start).or_default().insert(key);
                 }
@@ -985,18 +955,7 @@ fn revise(wheel: &TimerWheel, pos: u64, unit: &TimerLogUnit) -> bool {
     if slot.last_pos >= pos {
         return false;
     }
-    let recall = unit.magic & MAGIC_DELETE != 0 && unit.magic & MAGIC_ROLL == 0;
-    wheel.put(
-        at,
-        if slot.first_pos == -1 {
-            pos
-        } else {
-            slot.first_pos
-        },
-        pos,
-        if recall { slot.num - 1 } else { slot.num + 1 },
-        slot.magic,
-    );
+    wheel.link(at, pos, is_recall_marker(unit.magic));
     true
 }
 

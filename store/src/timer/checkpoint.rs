@@ -10,14 +10,12 @@
 //! | 24 | the master's such offset (slaves) |
 //! | 32, 40, 48 | data version: state version, timestamp, counter |
 
-use std::fs::{self, OpenOptions};
+use std::fs;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 use crate::error::{Result, StoreError};
 
-/// Size of the `timercheck` file (one OS page, as RocketMQ maps it).
-const FILE_SIZE: u64 = 4096;
 /// Bytes the checkpoint occupies.
 pub const CHECKPOINT_SIZE: usize = 56;
 /// Bytes of a checkpoint without the data version.
@@ -122,24 +120,7 @@ impl TimerCheckpoint {
     }
 
     fn write(&self, path: &Path, sync: bool) -> Result<()> {
-        if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir).map_err(|e| StoreError::io("mkdir", dir, e))?;
-        }
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| StoreError::io("open", path, e))?;
-        let len = file
-            .metadata()
-            .map_err(|e| StoreError::io("stat", path, e))?
-            .len();
-        if len < FILE_SIZE {
-            file.set_len(FILE_SIZE)
-                .map_err(|e| StoreError::io("ftruncate", path, e))?;
-        }
+        let (file, _) = crate::page_file::open(path)?;
         file.write_all_at(&self.encode(), 0)
             .map_err(|e| StoreError::io("write", path, e))?;
         if sync {

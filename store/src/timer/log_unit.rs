@@ -29,6 +29,13 @@ pub const MAGIC_ROLL: i32 = 1 << 1;
 /// A recall: the unit cancels an earlier one of the same message.
 pub const MAGIC_DELETE: i32 = 1 << 2;
 
+/// Whether a unit with `magic` is a recall marker (delete, not rolled): it is never
+/// delivered, it removes the message it names from its slot.
+#[must_use]
+pub fn is_recall_marker(magic: i32) -> bool {
+    magic & MAGIC_DELETE != 0 && magic & MAGIC_ROLL == 0
+}
+
 /// One decoded unit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TimerLogUnit {

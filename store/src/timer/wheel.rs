@@ -143,6 +143,20 @@ impl TimerWheel {
         }
     }
 
+    /// Links the unit at `pos` (delivered at `time_ms`) into its slot as the newest:
+    /// the slot's first unit if it had none, its count up by one — down by one for a
+    /// recall marker, as RocketMQ counts them.
+    pub fn link(&self, time_ms: i64, pos: i64, recall: bool) {
+        let slot = self.slot(time_ms);
+        let first = if slot.first_pos == -1 {
+            pos
+        } else {
+            slot.first_pos
+        };
+        let num = if recall { slot.num - 1 } else { slot.num + 1 };
+        self.put(time_ms, first, pos, num, slot.magic);
+    }
+
     /// Units in the periods from `from_ms` to `to_ms` (at most the whole wheel): RocketMQ's
     /// `getAllNum` scans the whole wheel; units are never filed further ahead than the
     /// roll window, so the caller bounds the scan there and the rest of the file is
