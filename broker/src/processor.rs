@@ -75,18 +75,20 @@ impl Processor for BrokerProcessor {
             RequestCode::SendMessage
             | RequestCode::SendMessageV2
             | RequestCode::SendBatchMessage => {
-                return send::process(&self.broker, channel, &request);
+                return send::process(&self.broker, self.role.timer(), channel, &request);
             }
             RequestCode::PullMessage | RequestCode::LitePullMessage => {
                 return pull::process(&self.broker, channel, request);
             }
             RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
-            RequestCode::RecallMessage => return recall::process(b, channel, &request),
+            RequestCode::RecallMessage => {
+                return recall::process(b, self.role.timer(), channel, &request);
+            }
             RequestCode::ResumeCheckHalfMessage => {
                 return end_transaction::resume_check_half_message(b, &request);
             }
             RequestCode::EndTransaction => {
-                return end_transaction::process(b, channel, &request);
+                return end_transaction::process(b, self.role.timer(), channel, &request);
             }
             RequestCode::QueryConsumerOffset => offsets::query_consumer_offset(b, &request),
             RequestCode::GetMaxOffset => offsets::max_offset(b, &request),
@@ -125,13 +127,15 @@ impl Processor for BrokerProcessor {
             RequestCode::GetAllSubscriptiongroupConfig => admin::all_subscription_groups(b),
             RequestCode::GetAllConsumerOffset => admin::all_consumer_offsets(b),
             RequestCode::GetAllDelayOffset => admin::all_delay_offsets(b),
-            RequestCode::GetTimerCheckPoint => admin::timer_checkpoint(b),
-            RequestCode::GetTimerMetrics => admin::timer_metrics(b),
-            RequestCode::SwitchTimerEngine => admin::switch_timer_engine(b, &request),
+            RequestCode::GetTimerCheckPoint => admin::timer_checkpoint(self.role.timer()),
+            RequestCode::GetTimerMetrics => admin::timer_metrics(self.role.timer()),
+            RequestCode::SwitchTimerEngine => {
+                admin::switch_timer_engine(self.role.timer(), &request)
+            }
             RequestCode::GetAllMessageRequestMode => admin::all_message_request_modes(),
             RequestCode::GetBrokerConfig => admin::broker_config(b),
             RequestCode::UpdateBrokerConfig => admin::update_broker_config(b, &request),
-            RequestCode::GetBrokerRuntimeInfo => admin::runtime_info(b),
+            RequestCode::GetBrokerRuntimeInfo => admin::runtime_info(b, self.role.timer()),
             RequestCode::GetConsumerConnectionList => admin::consumer_connections(b, &request),
             RequestCode::GetProducerConnectionList => admin::producer_connections(b, &request),
             RequestCode::GetAllProducerInfo => admin::all_producers(b),
@@ -168,6 +172,12 @@ pub struct Refusal {
     pub code: ResponseCode,
     /// Remark for the client.
     pub remark: String,
+}
+
+impl From<crate::timer::TimerRefusal> for Refusal {
+    fn from(r: crate::timer::TimerRefusal) -> Self {
+        Refusal::new(r.code, r.remark)
+    }
 }
 
 impl Refusal {

@@ -29,6 +29,7 @@ use tracing::info;
 
 use crate::broker::Broker;
 use crate::schedule::ScheduleService;
+use crate::timer::TimerService;
 use crate::transaction::check::TransactionCheckService;
 
 mod demote;
@@ -93,6 +94,8 @@ pub struct Role {
     schedule: Arc<ScheduleService>,
     /// Transaction check-backs (masters).
     transactions: Arc<TransactionCheckService>,
+    /// Timer messages: enqueue on every role, delivery on masters.
+    timer: Arc<TimerService>,
     /// Serialises switches.
     switch_lock: tokio::sync::Mutex<()>,
     /// Fenced for a slave's promotion: takes no writes and is not registered with the
@@ -101,19 +104,25 @@ pub struct Role {
 }
 
 impl Role {
-    /// The role of `broker` as configured, with its master-only services stopped.
-    #[must_use]
-    pub fn new(broker: Arc<Broker>) -> Arc<Self> {
+    /// The role of `broker` as configured, with its master-only services stopped; the
+    /// timer files are opened and recovered here.
+    ///
+    /// # Errors
+    /// The timer files cannot be opened.
+    pub fn new(broker: Arc<Broker>) -> Result<Arc<Self>, store::StoreError> {
         let schedule =
             ScheduleService::new(Arc::clone(&broker.store), Arc::clone(&broker.delay_offsets));
         broker.store.add_dispatch_listener(schedule.listener());
-        Arc::new(Role {
+        let timer = TimerService::open(Arc::clone(&broker.store))?;
+        broker.store.add_dispatch_listener(timer.listener());
+        Ok(Arc::new(Role {
             broker,
             schedule,
             transactions: TransactionCheckService::new(),
+            timer,
             switch_lock: tokio::sync::Mutex::new(()),
             fenced: AtomicBool::new(false),
-        })
+        }))
     }
 
     /// The broker.
@@ -126,6 +135,12 @@ impl Role {
     #[must_use]
     pub fn schedule(&self) -> &Arc<ScheduleService> {
         &self.schedule
+    }
+
+    /// The timer service.
+    #[must_use]
+    pub fn timer(&self) -> &Arc<TimerService> {
+        &self.timer
     }
 
     /// The transaction check-back service.
@@ -221,13 +236,13 @@ impl Role {
 
     fn start_master_services(&self) {
         self.schedule.start(&self.broker);
-        self.broker.timer.start_delivery(&self.broker);
+        self.timer.start_delivery(&self.broker);
         self.transactions.start(&self.broker);
     }
 
     fn stop_master_services(&self) {
         self.schedule.stop();
-        self.broker.timer.stop_delivery();
+        self.timer.stop_delivery();
         self.transactions.stop();
     }
 

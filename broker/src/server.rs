@@ -111,8 +111,18 @@ pub fn start(
         }
         return Err(BrokerError::Replication(e));
     }
+    let role = match Role::new(Arc::clone(&broker)) {
+        Ok(role) => role,
+        Err(e) => {
+            broker.replication.stop();
+            if let Err(close) = broker.store.shutdown() {
+                warn!(error = %close, "store shutdown after a failed start");
+            }
+            return Err(BrokerError::Store(e));
+        }
+    };
     Ok(Started {
-        role: Role::new(broker),
+        role,
         listener,
         vip_channel,
     })
@@ -187,12 +197,16 @@ async fn serve(
     dispatcher.add_listener(as_listener);
 
     let pull_tasks = start_long_polling(&broker);
-    broker.timer.start_enqueue();
+    role.timer().start_enqueue();
     role.start();
     let (stop_tx, stop_rx) = watch::channel(false);
     let registration = tokio::spawn(registration_loop(Arc::clone(&role), stop_rx.clone()));
     let housekeeping = tokio::spawn(housekeeping(Arc::clone(&broker), stop_rx.clone()));
-    let slave_sync = tokio::spawn(crate::slave_sync::run(Arc::clone(&broker), stop_rx));
+    let slave_sync = tokio::spawn(crate::slave_sync::run(
+        Arc::clone(&broker),
+        Arc::clone(role.timer()),
+        stop_rx,
+    ));
 
     if let Ok(addr) = listener.local_addr() {
         info!(
@@ -226,7 +240,7 @@ async fn serve(
 
     stop_tx.send_replace(true);
     role.stop();
-    broker.timer.shutdown();
+    role.timer().shutdown();
     broker.replication.stop();
     for task in pull_tasks {
         task.abort();

@@ -17,6 +17,7 @@ use tokio::sync::watch;
 use tracing::{debug, warn};
 
 use crate::broker::Broker;
+use crate::timer::TimerService;
 use crate::timer::metrics::TimerMetricsWrapper;
 
 /// How often a slave copies its master's tables (the issue asks for 60 s; RocketMQ 4.9
@@ -77,7 +78,12 @@ async fn fetch_timer_checkpoint(client: &RemotingClient, master: &str) -> Option
 }
 
 /// Copies every table once from `master`. Returns how many tables were copied.
-pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) -> usize {
+pub async fn sync_all(
+    broker: &Broker,
+    timer: &TimerService,
+    client: &RemotingClient,
+    master: &str,
+) -> usize {
     let mut copied = 0;
     if let Some(t) =
         fetch::<TopicConfigSerializeWrapper>(client, master, RequestCode::GetAllTopicConfig).await
@@ -99,13 +105,13 @@ pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) ->
         copied += 1;
     }
     if let Some(cp) = fetch_timer_checkpoint(client, master).await {
-        broker.timer.follow_master(&cp);
+        timer.follow_master(&cp);
         copied += 1;
     }
     if let Some(t) =
         fetch::<TimerMetricsWrapper>(client, master, RequestCode::GetTimerMetrics).await
     {
-        broker.timer.metrics().replace_from_master(t);
+        timer.metrics().replace_from_master(t);
         copied += 1;
     }
     if let Some(t) = fetch::<SubscriptionGroupWrapper>(
@@ -123,7 +129,7 @@ pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) ->
 }
 
 /// Runs on every broker; copies while the broker is a slave with a known master.
-pub async fn run(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
+pub async fn run(broker: Arc<Broker>, timer: Arc<TimerService>, mut stop: watch::Receiver<bool>) {
     let client = RemotingClient::default();
     let mut next_full = tokio::time::Instant::now();
     let mut full = true;
@@ -131,10 +137,10 @@ pub async fn run(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         if !broker.role().is_master() {
             if let Some(master) = broker.namesrv.last().master_addr {
                 if full {
-                    sync_all(&broker, &client, &master).await;
+                    sync_all(&broker, &timer, &client, &master).await;
                     next_full = tokio::time::Instant::now() + SYNC_INTERVAL;
                 } else if let Some(cp) = fetch_timer_checkpoint(&client, &master).await {
-                    broker.timer.follow_master(&cp);
+                    timer.follow_master(&cp);
                 }
             }
         }

@@ -32,13 +32,28 @@ use message::properties::keys::{
 use remoting::ResponseCode;
 use store::StoreConfig;
 
-use crate::processor::Refusal;
 use crate::properties::SendFlags;
 
 pub use service::TimerService;
 
 /// RocketMQ's timer topic (`TimerMessageStore.TIMER_TOPIC`).
 pub const TIMER_TOPIC: &str = "rmq_sys_wheel_timer";
+
+/// RocketMQ's answer to a timer message it does not take: its code and remark.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{remark}")]
+pub struct TimerRefusal {
+    /// Response code.
+    pub code: ResponseCode,
+    /// Remark.
+    pub remark: String,
+}
+
+impl TimerRefusal {
+    fn new(code: ResponseCode, remark: String) -> Self {
+        TimerRefusal { code, remark }
+    }
+}
 
 /// The send path's timer settings (the `timer*` keys of the store config).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -69,8 +84,8 @@ impl TimerSettings {
 
     /// RocketMQ's answer to a timer message it cannot take (`WHEEL_TIMER_MSG_ILLEGAL`).
     #[must_use]
-    pub fn illegal(&self) -> Refusal {
-        Refusal::new(
+    pub fn illegal(&self) -> TimerRefusal {
+        TimerRefusal::new(
             ResponseCode::MessageIllegal,
             format!(
                 "timer message illegal, the delay time should not be bigger than the max delay {}ms; or if set del msg, the delay time should be bigger than the current time",
@@ -81,9 +96,9 @@ impl TimerSettings {
 
     /// RocketMQ's answer while the due slot is congested (`WHEEL_TIMER_FLOW_CONTROL`).
     #[must_use]
-    pub fn flow_control(&self) -> Refusal {
+    pub fn flow_control(&self) -> TimerRefusal {
         let n = self.congest_num_each_slot;
-        Refusal::new(
+        TimerRefusal::new(
             ResponseCode::SystemError,
             format!(
                 "timer message is under flow control, max num limit is {} or the current value is greater than {} and less than {}, trigger random flow control",
@@ -96,8 +111,8 @@ impl TimerSettings {
 
     /// RocketMQ's answer with `timerWheelEnable=false` (`WHEEL_TIMER_NOT_ENABLE`).
     #[must_use]
-    pub fn not_enabled(&self) -> Refusal {
-        Refusal::new(
+    pub fn not_enabled(&self) -> TimerRefusal {
+        TimerRefusal::new(
             ResponseCode::SystemError,
             format!(
                 "accurate timer message is not enabled, timerWheelEnable is {}",
@@ -159,7 +174,7 @@ pub fn park(
     props: &str,
     now_ms: i64,
     congested: impl FnOnce(i64) -> i64,
-) -> Result<Option<Parked>, Refusal> {
+) -> Result<Option<Parked>, TimerRefusal> {
     if !settings.enabled {
         return Err(settings.not_enabled());
     }
@@ -247,7 +262,7 @@ mod tests {
         is_timer_message(topic, &SendFlags::scan(props), level)
     }
 
-    fn parked(props: &str) -> Result<Option<Parked>, Refusal> {
+    fn parked(props: &str) -> Result<Option<Parked>, TimerRefusal> {
         park(&settings(), "T", 3, props, NOW, |_| 0)
     }
 

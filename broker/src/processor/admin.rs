@@ -30,6 +30,7 @@ use tracing::info;
 use super::{Handled, Refusal, success};
 use crate::broker::Broker;
 use crate::config::BrokerConfig;
+use crate::timer::TimerService;
 
 /// How long a relayed call to a consumer may take.
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -208,24 +209,24 @@ pub fn all_delay_offsets(broker: &Broker) -> Handled {
 /// GET_TIMER_CHECK_POINT (RocketMQ 5 slaves copy it): the timer checkpoint's 56 bytes,
 /// with the live read time and enqueue offset.
 #[allow(clippy::unnecessary_wraps, reason = "every handler answers Handled")]
-pub fn timer_checkpoint(broker: &Broker) -> Handled {
-    let cp = broker.timer.current_checkpoint();
+pub fn timer_checkpoint(timer: &TimerService) -> Handled {
+    let cp = timer.current_checkpoint();
     Ok(success().with_body(bytes::Bytes::copy_from_slice(&cp.encode())))
 }
 
 /// GET_TIMER_METRICS (61, RocketMQ 5 slaves copy it): pending timers per real topic.
-pub fn timer_metrics(broker: &Broker) -> Handled {
-    Ok(success().with_body(json(&broker.timer.metrics().wrapper())?))
+pub fn timer_metrics(timer: &TimerService) -> Handled {
+    Ok(success().with_body(json(&timer.metrics().wrapper())?))
 }
 
 /// SWITCH_TIMER_ENGINE (5001, RocketMQ 5.4+): sluice has the file time wheel only, so
 /// `F` succeeds (it is the engine in use) and `R` (RocksDB timeline) is refused as
 /// Apache refuses it on a broker started without `timerRocksDBEnable`.
-pub fn switch_timer_engine(broker: &Broker, request: &RemotingCommand) -> Handled {
+pub fn switch_timer_engine(timer: &TimerService, request: &RemotingCommand) -> Handled {
     use remoting::protocol::timer::{
         FILE_TIME_WHEEL, ROCKSDB_TIMELINE, SwitchTimerEngineRequestHeader,
     };
-    if !broker.timer_settings.enabled {
+    if !timer.settings().enabled {
         return Err(Refusal::new(
             ResponseCode::InvalidParameter,
             "broker timerWheelEnable is false",
@@ -377,7 +378,7 @@ pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handl
 
 /// GET_BROKER_RUNTIME_INFO (28): the KV table `clusterList` / `brokerStatus` read: the
 /// store's figures plus the broker's counters and version.
-pub fn runtime_info(broker: &Broker) -> Handled {
+pub fn runtime_info(broker: &Broker, timer: &TimerService) -> Handled {
     let mut table = broker.store.runtime_info();
     let version = remoting::command::CURRENT_VERSION;
     table.insert(
@@ -389,8 +390,8 @@ pub fn runtime_info(broker: &Broker) -> Handled {
         table.insert(k.to_owned(), v);
     }
     // RocketMQ 5's timer keys, in its units (seconds behind; TPS as a float).
-    let timer = if broker.timer_settings.enabled {
-        broker.timer.figures()
+    let timer = if timer.settings().enabled {
+        timer.figures()
     } else {
         crate::timer::service::TimerFigures::default()
     };

@@ -27,10 +27,16 @@ use tracing::{debug, info};
 use super::{Refusal, success};
 use crate::broker::Broker;
 use crate::properties::SendFlags;
+use crate::timer::TimerService;
 use crate::transaction::{self, RealQueue};
 
 /// Handles one END_TRANSACTION; no response when RocketMQ sends none (unknown state).
-pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Reply {
+pub fn process(
+    broker: &Broker,
+    timer: &TimerService,
+    channel: &Channel,
+    request: &RemotingCommand,
+) -> Reply {
     let header: EndTransactionRequestHeader = match request.decode_header() {
         Ok(h) => h,
         Err(e) => return Reply::Now(Refusal::from(e).into_response()),
@@ -60,7 +66,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
             return Reply::Nothing;
         }
     }
-    let written = match end(broker, &header) {
+    let written = match end(broker, timer, &header) {
         Ok(end) => end,
         Err(refusal) => return Reply::Now(refusal.into_response()),
     };
@@ -83,6 +89,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
 /// or the commit when the op could not be written).
 fn end(
     broker: &Broker,
+    timer: &TimerService,
     header: &EndTransactionRequestHeader,
 ) -> Result<Option<PhyOffset>, Refusal> {
     let phy = u64::try_from(header.commit_log_offset)
@@ -109,7 +116,7 @@ fn end(
             // and is checked back).
             let cleared = properties::without(&props, &[TRAN_MSG, REAL_TOPIC, REAL_QID]);
             if let Some(parked) =
-                super::send::park_timer(broker, real.topic, real.queue_id, &cleared)?
+                super::send::park_timer(timer, real.topic, real.queue_id, &cleared)?
             {
                 (msg.topic, msg.queue_id, msg.properties) =
                     (parked.topic, parked.queue_id, parked.properties);

@@ -21,13 +21,19 @@ use store::{MessageInner, PutResult};
 use super::Refusal;
 use super::send::{park_timer, status_response};
 use crate::broker::Broker;
+use crate::timer::TimerService;
 
 /// The tag of a recall marker (`RECALL_MESSAGE_TAG`).
 const RECALL_TAG: &str = "_RECALL_TAG_";
 
 /// Handles RECALL_MESSAGE.
-pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Reply {
-    let (marker, message_id) = match prepare(broker, channel, request) {
+pub fn process(
+    broker: &Broker,
+    timer: &TimerService,
+    channel: &Channel,
+    request: &RemotingCommand,
+) -> Reply {
+    let (marker, message_id) = match prepare(broker, timer, channel, request) {
         Ok(m) => m,
         Err(refusal) => return Reply::Now(refusal.into_response()),
     };
@@ -74,6 +80,7 @@ fn answer(result: &PutResult, message_id: String) -> RemotingCommand {
 /// RocketMQ's checks, then the parked marker and the recalled message's id.
 fn prepare(
     broker: &Broker,
+    timer: &TimerService,
     channel: &Channel,
     request: &RemotingCommand,
 ) -> Result<(MessageInner, String), Refusal> {
@@ -126,7 +133,7 @@ fn prepare(
     }
     let now = crate::clock::now_ms();
     let left = handle.timestamp.parse::<i64>().unwrap_or(-1) - now;
-    if left <= 0 || left >= broker.timer_settings.max_delay_sec.saturating_mul(1000) {
+    if left <= 0 || left >= timer.settings().max_delay_sec.saturating_mul(1000) {
         return Err(Refusal::new(
             ResponseCode::IllegalOperation,
             "recall failed, timestamp invalid",
@@ -145,7 +152,7 @@ fn prepare(
             (PGROUP, h.producer_group.as_deref().unwrap_or("")),
         ],
     );
-    let parked = park_timer(broker, &handle.topic, 0, &props)?.ok_or_else(|| {
+    let parked = park_timer(timer, &handle.topic, 0, &props)?.ok_or_else(|| {
         Refusal::new(
             ResponseCode::IllegalOperation,
             "recall failed, timestamp invalid",

@@ -22,6 +22,7 @@ use tracing::debug;
 use super::{Refusal, respond};
 use crate::broker::Broker;
 use crate::properties::SendFlags;
+use crate::timer::TimerService;
 use crate::transaction;
 
 /// Queues of a DLQ topic (`DLQ_NUMS_PER_GROUP`).
@@ -31,7 +32,12 @@ pub const DLQ_NUMS_PER_GROUP: i32 = 1;
 const APPLY_TOPIC_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
 
 /// Handles one send request.
-pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) -> Reply {
+pub fn process(
+    broker: &Broker,
+    timer: &TimerService,
+    channel: &Channel,
+    request: &RemotingCommand,
+) -> Reply {
     // Flow control where RocketMQ has it: a put holding the lock longer than
     // osPageCacheBusyTimeOutMills means the page cache is thrashing; refuse instead of
     // queueing behind it (the 5.x producer retries on SYSTEM_BUSY).
@@ -52,7 +58,7 @@ pub fn process(broker: &Broker, channel: &Channel, request: &RemotingCommand) ->
     let batch =
         request.code() == RequestCode::SendBatchMessage.code() || header.batch == Some(true);
     let flags = SendFlags::scan(header.properties.as_deref().unwrap_or(""));
-    let prepared = match prepare(broker, channel, request, &header, &flags, batch) {
+    let prepared = match prepare(broker, timer, channel, request, &header, &flags, batch) {
         Ok(p) => p,
         Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
     };
@@ -147,6 +153,7 @@ fn send_response_extras(broker: &Broker, mut response: RemotingCommand) -> Remot
 
 fn prepare(
     broker: &Broker,
+    timer: &TimerService,
     channel: &Channel,
     request: &RemotingCommand,
     header: &SendMessageRequestHeader,
@@ -244,7 +251,7 @@ fn prepare(
     let mut properties = props;
     // A timer message is parked for the wheel; a half message is parked at its commit.
     if !transaction && crate::timer::is_timer_message(&topic, flags, delay) {
-        if let Some(parked) = park_timer(broker, &topic, queue_id, &properties)? {
+        if let Some(parked) = park_timer(timer, &topic, queue_id, &properties)? {
             (topic, queue_id, properties) = (parked.topic, parked.queue_id, parked.properties);
         }
     }
@@ -281,19 +288,19 @@ fn prepare(
 /// # Errors
 /// RocketMQ's refusals of a timer message.
 pub fn park_timer(
-    broker: &Broker,
+    timer: &TimerService,
     topic: &str,
     queue_id: i32,
     properties: &str,
 ) -> Result<Option<crate::timer::Parked>, Refusal> {
-    crate::timer::park(
-        &broker.timer_settings,
+    Ok(crate::timer::park(
+        timer.settings(),
         topic,
         queue_id,
         properties,
         crate::clock::now_ms(),
-        |out| broker.timer.congestion(out),
-    )
+        |out| timer.congestion(out),
+    )?)
 }
 
 /// Parks a message with delay `level` in SCHEDULE_TOPIC_XXXX: queue `level − 1`

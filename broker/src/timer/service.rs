@@ -50,7 +50,7 @@ use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
 use super::metrics::TimerMetrics;
-use super::{TIMER_TOPIC, fire_ms};
+use super::{TIMER_TOPIC, TimerSettings, fire_ms};
 use crate::broker::Broker;
 use crate::properties::RealQueue;
 use crate::service_switch::ServiceSwitch;
@@ -72,6 +72,7 @@ const CLEAN_INTERVAL_MS: i64 = 30_000;
 #[derive(Debug)]
 pub struct TimerService {
     store: Arc<MessageStore>,
+    settings: TimerSettings,
     precision_ms: i64,
     roll_window_ms: i64,
     flush_interval: Duration,
@@ -245,6 +246,7 @@ impl TimerService {
             },
         })?;
         Ok(Arc::new(TimerService {
+            settings: TimerSettings::of(&config),
             store,
             precision_ms,
             roll_window_ms: window_slots.saturating_mul(precision_ms),
@@ -274,6 +276,12 @@ impl TimerService {
             rates: Mutex::new(Rates::default()),
             metrics,
         }))
+    }
+
+    /// The send path's settings.
+    #[must_use]
+    pub fn settings(&self) -> &TimerSettings {
+        &self.settings
     }
 
     /// A dispatch listener that wakes the enqueue when a message is parked.
