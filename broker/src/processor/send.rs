@@ -63,19 +63,19 @@ pub fn process(
         Err(refusal) => return Reply::Now(send_response_extras(broker, refusal.into_response())),
     };
     let result = match &prepared {
-        Prepared::One(msg) | Prepared::Half(msg, _) => broker.store.put_message(msg),
+        Prepared::One(msg, _) | Prepared::Half(msg, _) => broker.store.put_message(msg),
         Prepared::Batch(b) => broker.store.put_messages(b),
     };
     broker.stats.record_put(&header.topic, &result);
     let wait = result.status.is_ok() && flags.wait_store;
     let queue_id = prepared.queue_id();
     let unique_key = match &prepared {
-        Prepared::One(_) | Prepared::Half(..) => flags.unique_key.map(str::to_owned),
+        Prepared::One(..) | Prepared::Half(..) => flags.unique_key.map(str::to_owned),
         Prepared::Batch(_) => None,
     };
     let ids = Ids {
         recall_handle: match &prepared {
-            Prepared::One(msg) => recall_handle(broker, msg),
+            Prepared::One(msg, _) => recall_handle(broker, msg),
             _ => None,
         },
         unique_key,
@@ -120,7 +120,9 @@ fn decode_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, 
 
 /// What goes to the store.
 enum Prepared {
-    One(MessageInner),
+    /// One message, and the queue the response names: the producer's, also when the
+    /// message is parked (delay level, timer) in a system queue, as RocketMQ answers.
+    One(MessageInner, i32),
     /// A transactional half message, and the real queue the producer chose.
     Half(MessageInner, i32),
     Batch(MessageBatch),
@@ -130,8 +132,7 @@ impl Prepared {
     /// The queue id the response names.
     fn queue_id(&self) -> i32 {
         match self {
-            Prepared::One(m) => m.queue_id,
-            Prepared::Half(_, real) => *real,
+            Prepared::One(_, answered) | Prepared::Half(_, answered) => *answered,
             Prepared::Batch(b) => b.queue_id,
         }
     }
@@ -249,6 +250,7 @@ fn prepare(
         ));
     }
     let mut properties = props;
+    let answered_queue = queue_id;
     // A timer message is parked for the wheel; a half message is parked at its commit.
     if !transaction && crate::timer::is_timer_message(&topic, flags, delay) {
         if let Some(parked) = park_timer(timer, &topic, queue_id, &properties)? {
@@ -279,7 +281,7 @@ fn prepare(
         // The response names the real queue, as RocketMQ's does.
         return Ok(Prepared::Half(transaction::half_message(msg), queue_id));
     }
-    Ok(Prepared::One(msg))
+    Ok(Prepared::One(msg, answered_queue))
 }
 
 /// Parks a timer message for the wheel (see [`crate::timer::park`]); `None` when it is

@@ -34,7 +34,7 @@ use std::time::Duration;
 
 use message::properties;
 use message::properties::keys::{
-    REAL_QID, REAL_TOPIC, TIMER_DEL_UNIQKEY, TIMER_DEQUEUE_MS, TIMER_ENQUEUE_MS, TIMER_OUT_MS,
+    REAL_TOPIC, TIMER_DEL_UNIQKEY, TIMER_DEQUEUE_MS, TIMER_ENQUEUE_MS, TIMER_OUT_MS,
     TIMER_ROLL_TIMES, UNIQ_KEY, WAIT,
 };
 use message::record::{self, Record};
@@ -744,14 +744,15 @@ impl TimerService {
                 ),
             )
         } else {
-            let cleared = properties::without(&props, &[REAL_TOPIC, REAL_QID]);
+            // RocketMQ clears REAL_TOPIC / REAL_QID from the copy after it encoded its
+            // properties, so consumers see them; they are kept here too.
             MessageInner::copy_of(
                 &parked,
                 &bytes,
                 real.topic,
                 real.queue_id,
                 properties::set(
-                    &cleared,
+                    &props,
                     &[
                         (TIMER_ENQUEUE_MS, &enqueue),
                         (TIMER_DEQUEUE_MS, &now),
