@@ -21,6 +21,7 @@
 //! means "due at `v + precision`" when it is a multiple of the precision and "due at
 //! `v`" otherwise ([`fire_ms`]).
 
+pub mod delivered;
 pub mod metrics;
 pub mod service;
 

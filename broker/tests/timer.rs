@@ -410,3 +410,49 @@ async fn a_delay_level_wins_over_timer_properties_which_are_dropped() {
     );
     b.stop().await;
 }
+
+/// A graceful restart in the middle of a slot delivers nothing twice: the timers the
+/// slot already delivered are remembered (`config/timerdelivered`), not re-fired.
+#[tokio::test]
+async fn a_graceful_restart_mid_slot_delivers_nothing_twice() {
+    let b = Running::start(|_, _| {}).await;
+    let start = broker::clock::now_ms();
+    let n = 60;
+    for i in 0..n {
+        let props = format!(
+            "TIMER_DELIVER_MS\u{1}{}\u{2}UNIQ_KEY\u{1}g{i}\u{2}",
+            start + 400 + i * 25
+        );
+        assert_eq!(b.send(TOPIC, 0, b"g", &props).await.code(), 0);
+    }
+    // About half have fired.
+    let mid = start + 400 + n / 2 * 25;
+    tokio::time::sleep(Duration::from_millis(
+        u64::try_from(mid - broker::clock::now_ms()).unwrap_or(0),
+    ))
+    .await;
+    let before = b.broker.store.max_offset_in_queue(TOPIC, 0);
+    let b = b.restart(|_, _| {}).await;
+    tokio::time::sleep(Duration::from_millis(
+        u64::try_from(start + 400 + n * 25 + 1500 - broker::clock::now_ms()).unwrap_or(0),
+    ))
+    .await;
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    for offset in 0..b.broker.store.max_offset_in_queue(TOPIC, 0) {
+        let props = stored(&b, TOPIC, 0, offset).unwrap();
+        let id = properties::get(&props, "UNIQ_KEY").unwrap().to_owned();
+        *seen.entry(id).or_default() += 1;
+    }
+    let twice: Vec<_> = seen.iter().filter(|(_, n)| **n > 1).collect();
+    eprintln!("{before} delivered before the restart; twice: {twice:?}");
+    assert!(
+        before > 0 && before < u64::try_from(n).unwrap(),
+        "not mid-way: {before}"
+    );
+    assert_eq!(seen.len(), usize::try_from(n).unwrap(), "timers lost");
+    assert!(
+        twice.is_empty(),
+        "delivered twice across a graceful restart: {twice:?}"
+    );
+    b.stop().await;
+}

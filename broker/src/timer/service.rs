@@ -49,6 +49,7 @@ use store::{DispatchListener, DispatchRequest, MessageInner, MessageStore, PhyOf
 use tokio::sync::Notify;
 use tracing::{debug, error, info, warn};
 
+use super::delivered::{self, Delivered};
 use super::metrics::TimerMetrics;
 use super::{TIMER_TOPIC, TimerSettings, fire_ms};
 use crate::broker::Broker;
@@ -79,6 +80,8 @@ pub struct TimerService {
     stop_enqueue: bool,
     stop_dequeue: bool,
     checkpoint_path: PathBuf,
+    /// `config/timerdelivered` (see [`super::delivered`]).
+    delivered_path: PathBuf,
     /// The wheel, read without the lock (its words are atomic).
     wheel: Arc<TimerWheel>,
     state: Mutex<State>,
@@ -115,6 +118,11 @@ struct State {
     pending: BTreeMap<i64, usize>,
     /// Recalled `<topic>+<uniq key>`s of loaded slots.
     recalled: HashMap<i64, HashSet<String>>,
+    /// Timers delivered in the slots from the read time on, by slot start (what
+    /// `timerdelivered` holds).
+    delivered: BTreeMap<i64, Vec<Delivered>>,
+    /// Timers a previous run delivered in those slots: not delivered again.
+    skip: HashSet<Delivered>,
 }
 
 /// One loaded timer.
@@ -234,6 +242,26 @@ impl TimerService {
             revised,
             "timer store recovered"
         );
+        let delivered_path = root.join("config").join("timerdelivered");
+        let skip = delivered::load(&delivered_path, read_time);
+        let mut delivered_by_slot = BTreeMap::<i64, Vec<Delivered>>::new();
+        for &(pos, offset) in &skip {
+            if let Some(unit) = log.unit_at(pos).filter(|u| u.commit_log_offset == offset) {
+                let slot = wheel.period_start(unit.delivery_ms());
+                if slot >= read_time {
+                    delivered_by_slot
+                        .entry(slot)
+                        .or_default()
+                        .push((pos, offset));
+                }
+            }
+        }
+        if !skip.is_empty() {
+            info!(
+                timers = skip.len(),
+                "timers delivered before the restart will not be delivered again"
+            );
+        }
         let window_slots = i64::try_from(config.timer_roll_window_slot).unwrap_or(SLOTS_TOTAL);
         let wheel = Arc::new(wheel);
         let metrics = TimerMetrics::load(&root).map_err(|e| store::StoreError::Corrupt {
@@ -254,6 +282,7 @@ impl TimerService {
             stop_enqueue: config.timer_stop_enqueue,
             stop_dequeue: config.timer_stop_dequeue,
             checkpoint_path,
+            delivered_path,
             wheel: Arc::clone(&wheel),
             state: Mutex::new(State {
                 log: Arc::new(log),
@@ -265,6 +294,8 @@ impl TimerService {
                 due: BinaryHeap::new(),
                 pending: BTreeMap::new(),
                 recalled: HashMap::new(),
+                delivered: delivered_by_slot,
+                skip,
             }),
             enqueuing: ServiceSwitch::default(),
             delivering: ServiceSwitch::default(),
@@ -374,6 +405,8 @@ impl TimerService {
         let mut st = self.state.lock();
         st.read_time = st.wheel.period_start(master.last_read_time_ms);
         st.loaded_to = st.read_time;
+        let read_time = st.read_time;
+        st.delivered.retain(|slot, _| *slot >= read_time);
         st.checkpoint.last_read_time_ms = master.last_read_time_ms;
         st.checkpoint.master_timer_queue_offset = master.master_timer_queue_offset;
         st.checkpoint.state_version = master.state_version;
@@ -432,7 +465,7 @@ impl TimerService {
 
     /// Syncs the log and the wheel, then writes the checkpoint.
     fn checkpoint(&self) -> Result<(), store::StoreError> {
-        let (mut cp, end, log, wheel) = {
+        let (mut cp, end, log, wheel, delivered) = {
             let st = self.state.lock();
             let mut cp = st.checkpoint;
             cp.last_read_time_ms = st.read_time;
@@ -440,7 +473,13 @@ impl TimerService {
             if self.dequeue_on.load(Ordering::Acquire) {
                 cp.master_timer_queue_offset = cp.last_timer_queue_offset;
             }
-            (cp, st.log.end(), Arc::clone(&st.log), Arc::clone(&st.wheel))
+            (
+                cp,
+                st.log.end(),
+                Arc::clone(&st.log),
+                Arc::clone(&st.wheel),
+                st.delivered_entries(),
+            )
         };
         // Synced after `end` was taken, the log and the wheel both hold every unit
         // before it.
@@ -448,6 +487,11 @@ impl TimerService {
         wheel.flush()?;
         cp.last_timer_log_flush_pos = i64::try_from(end).unwrap_or(i64::MAX);
         cp.store(&self.checkpoint_path)?;
+        if let Err(e) =
+            delivered::store(&self.delivered_path, cp.last_read_time_ms, &delivered, true)
+        {
+            log_limit::limited!(warn!(error = %e, "cannot write timerdelivered"));
+        }
         if let Err(e) = self.metrics.persist() {
             log_limit::limited!(warn!(error = %e, "cannot write timermetrics"));
         }
@@ -460,15 +504,26 @@ impl TimerService {
     /// The rest of the checkpoint stays as last synced; a read time ahead of it is safe,
     /// since it moves only past copies already durable.
     fn note_read_time(&self) {
-        let cp = {
+        let (cp, delivered) = {
             let st = self.state.lock();
-            TimerCheckpoint {
-                last_read_time_ms: st.read_time,
-                ..st.checkpoint
-            }
+            (
+                TimerCheckpoint {
+                    last_read_time_ms: st.read_time,
+                    ..st.checkpoint
+                },
+                st.delivered_entries(),
+            )
         };
         if let Err(e) = cp.store_unsynced(&self.checkpoint_path) {
             log_limit::limited!(warn!(error = %e, "cannot note the timer read time"));
+        }
+        if let Err(e) = delivered::store(
+            &self.delivered_path,
+            cp.last_read_time_ms,
+            &delivered,
+            false,
+        ) {
+            log_limit::limited!(warn!(error = %e, "cannot write timerdelivered"));
         }
     }
 
@@ -644,7 +699,7 @@ impl TimerService {
                     let mut st = self.state.lock();
                     let before = st.read_time;
                     for d in &settled {
-                        st.settle(d.slot);
+                        st.settle(d);
                     }
                     for d in failed.iter().copied() {
                         st.due.push(Reverse(Due {
@@ -905,6 +960,9 @@ impl State {
         }
         let mut count = 0;
         for (p, unit) in units.into_iter().rev() {
+            if self.skip.contains(&(p, unit.commit_log_offset)) {
+                continue;
+            }
             if is_recall_marker(unit.magic) {
                 if let Some(key) = recall_key(store, &unit) {
                     self.recalled.entry(start).or_default().insert(key);
@@ -924,11 +982,20 @@ impl State {
         }
     }
 
-    /// One timer of `slot` is done.
-    fn settle(&mut self, slot: i64) {
-        if let Some(n) = self.pending.get_mut(&slot) {
+    /// A loaded timer is done (delivered, durable, or passed over).
+    fn settle(&mut self, due: &Due) {
+        if let Some(n) = self.pending.get_mut(&due.slot) {
             *n = n.saturating_sub(1);
         }
+        self.delivered
+            .entry(due.slot)
+            .or_default()
+            .push((due.pos, due.unit.commit_log_offset));
+    }
+
+    /// What `timerdelivered` is to hold now.
+    fn delivered_entries(&self) -> Vec<Delivered> {
+        self.delivered.values().flatten().copied().collect()
     }
 
     /// Moves the read time past slots that are over and fully delivered.
@@ -939,6 +1006,7 @@ impl State {
         {
             self.pending.remove(&self.read_time);
             self.recalled.remove(&self.read_time);
+            self.delivered.remove(&self.read_time);
             self.read_time += precision;
         }
     }
