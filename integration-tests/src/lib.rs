@@ -15,6 +15,8 @@
 //!   they share with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 //! - `client_suite`: the scenarios every non-Java client must pass.
+//! - `timer`: the deliveries of 5.x timer messages a consumer printed: early, late, missing,
+//!   duplicated (tests/timer_messages.rs).
 //! - `drill`: failover drills with the official Java client — the producer's and the drain's
 //!   books, the failover steps on a pair (tests/ha_drill.rs, `reliability`).
 //! - `flood`: connection storms (open, time, hold, close, read the server's memory).
@@ -43,3 +45,4 @@ pub mod procs;
 pub mod reliability;
 pub mod rust_client;
 pub mod stats;
+pub mod timer;
