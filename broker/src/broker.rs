@@ -23,6 +23,7 @@ use crate::registration::{Identity, NamesrvClient};
 use crate::replication::Replication;
 use crate::stats::BrokerStats;
 use crate::subscription_group::SubscriptionGroupManager;
+use crate::timer::{TimerService, TimerSettings};
 use crate::topic_config::TopicConfigManager;
 
 /// Why a broker could not start.
@@ -83,6 +84,10 @@ pub struct Broker {
     pub replication: Replication,
     /// Asks a slave to copy its master's tables at once.
     pub sync_now: tokio::sync::Notify,
+    /// Timer messages (5.x): the wheel and its services.
+    pub timer: Arc<TimerService>,
+    /// The send path's timer settings.
+    pub timer_settings: TimerSettings,
     listen_port: u16,
     /// The role the broker was configured with (a switch back to master restores it).
     start_role: BrokerRole,
@@ -109,6 +114,9 @@ impl Broker {
         // The store sanitizes its own settings (once: its warnings are not repeated).
         let store = Arc::new(MessageStore::open(store_config)?);
         let root = store.config().store_path_root_dir.clone();
+        let timer = TimerService::open(Arc::clone(&store))?;
+        store.add_dispatch_listener(timer.listener());
+        let timer_settings = TimerSettings::of(store.config());
         if !config.broker_role.is_master() {
             store.set_writable(false)?;
         }
@@ -163,6 +171,8 @@ impl Broker {
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),
             sync_now: tokio::sync::Notify::new(),
+            timer,
+            timer_settings,
             replication,
             start_role: config_role,
             listen_port,

@@ -123,6 +123,7 @@ impl Processor for BrokerProcessor {
             RequestCode::GetAllSubscriptiongroupConfig => admin::all_subscription_groups(b),
             RequestCode::GetAllConsumerOffset => admin::all_consumer_offsets(b),
             RequestCode::GetAllDelayOffset => admin::all_delay_offsets(b),
+            RequestCode::GetTimerCheckPoint => admin::timer_checkpoint(b),
             RequestCode::GetAllMessageRequestMode => admin::all_message_request_modes(),
             RequestCode::GetBrokerConfig => admin::broker_config(b),
             RequestCode::UpdateBrokerConfig => admin::update_broker_config(b, &request),

@@ -1,6 +1,6 @@
 //! The broker's role and its state machine: master (brokerId 0) or slave, and the
 //! switches between them (sluice's SLUICE_SWITCH_ROLE, see `remoting::code`). The role
-//! owns what follows it: the master-only services (schedule, transaction check-back)
+//! owns what follows it: the master-only services (schedule, timer delivery, transaction check-back)
 //! start and stop here and nowhere else, the HA service changes side here, and the
 //! name-server registration learns the broker's identity from here.
 //!
@@ -221,11 +221,13 @@ impl Role {
 
     fn start_master_services(&self) {
         self.schedule.start(&self.broker);
+        self.broker.timer.start_delivery(&self.broker);
         self.transactions.start(&self.broker);
     }
 
     fn stop_master_services(&self) {
         self.schedule.stop();
+        self.broker.timer.stop_delivery();
         self.transactions.stop();
     }
 

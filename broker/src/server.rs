@@ -187,6 +187,7 @@ async fn serve(
     dispatcher.add_listener(as_listener);
 
     let pull_tasks = start_long_polling(&broker);
+    broker.timer.start_enqueue();
     role.start();
     let (stop_tx, stop_rx) = watch::channel(false);
     let registration = tokio::spawn(registration_loop(Arc::clone(&role), stop_rx.clone()));
@@ -225,6 +226,7 @@ async fn serve(
 
     stop_tx.send_replace(true);
     role.stop();
+    broker.timer.shutdown();
     broker.replication.stop();
     for task in pull_tasks {
         task.abort();

@@ -1,6 +1,6 @@
 //! What a slave copies from its master besides the CommitLog (RocketMQ's
-//! SlaveSynchronize): topic configs, consumer offsets, delay offsets and subscription
-//! groups, every `SYNC_INTERVAL`, from the master address the name server reported,
+//! SlaveSynchronize): topic configs, consumer offsets, delay offsets, the timer
+//! checkpoint and subscription groups, every `SYNC_INTERVAL`, from the master address the name server reported,
 //! so a slave promoted to master serves with the master's tables.
 
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use remoting::protocol::subscription::{
 use remoting::protocol::topic::TopicConfigSerializeWrapper;
 use remoting::{RemotingClient, RemotingCommand, RequestCode, ResponseCode, fastjson};
 use serde::de::DeserializeOwned;
+use store::timer::checkpoint::TimerCheckpoint;
 use tokio::sync::watch;
 use tracing::{debug, warn};
 
@@ -22,6 +23,9 @@ use crate::broker::Broker;
 /// trigger a copy at once through `sync_now`.
 pub const SYNC_INTERVAL: Duration = Duration::from_secs(60);
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
+/// The master's timer read time is copied this often: after a failover the promoted
+/// slave re-delivers the timers of at most this long (at least once, never lost).
+pub const TIMER_SYNC_INTERVAL: Duration = Duration::from_secs(1);
 
 /// Fetches one table from the master.
 async fn fetch<T: DeserializeOwned>(
@@ -52,6 +56,25 @@ async fn fetch<T: DeserializeOwned>(
     }
 }
 
+/// The master's timer checkpoint (its read time: where a promoted slave delivers from).
+async fn fetch_timer_checkpoint(client: &RemotingClient, master: &str) -> Option<TimerCheckpoint> {
+    let code = RequestCode::GetTimerCheckPoint;
+    let response = client
+        .invoke(master, RemotingCommand::request(code), CALL_TIMEOUT)
+        .await
+        .map_err(|e| warn!(master, code = code.name(), error = %e, "slave sync call failed"))
+        .ok()?;
+    if response.code() != ResponseCode::Success.code() {
+        debug!(
+            master,
+            answer = response.code(),
+            "master has no timer checkpoint"
+        );
+        return None;
+    }
+    TimerCheckpoint::decode(&response.body.to_bytes())
+}
+
 /// Copies every table once from `master`. Returns how many tables were copied.
 pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) -> usize {
     let mut copied = 0;
@@ -74,6 +97,10 @@ pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) ->
         broker.delay_offsets.replace_from_master(&t);
         copied += 1;
     }
+    if let Some(cp) = fetch_timer_checkpoint(client, master).await {
+        broker.timer.follow_master(&cp);
+        copied += 1;
+    }
     if let Some(t) = fetch::<SubscriptionGroupWrapper>(
         client,
         master,
@@ -91,16 +118,23 @@ pub async fn sync_all(broker: &Broker, client: &RemotingClient, master: &str) ->
 /// Runs on every broker; copies while the broker is a slave with a known master.
 pub async fn run(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
     let client = RemotingClient::default();
+    let mut next_full = tokio::time::Instant::now();
+    let mut full = true;
     loop {
         if !broker.role().is_master() {
             if let Some(master) = broker.namesrv.last().master_addr {
-                sync_all(&broker, &client, &master).await;
+                if full {
+                    sync_all(&broker, &client, &master).await;
+                    next_full = tokio::time::Instant::now() + SYNC_INTERVAL;
+                } else if let Some(cp) = fetch_timer_checkpoint(&client, &master).await {
+                    broker.timer.follow_master(&cp);
+                }
             }
         }
-        tokio::select! {
-            () = tokio::time::sleep(SYNC_INTERVAL) => {}
-            () = broker.sync_now.notified() => {}
+        full = tokio::select! {
+            () = tokio::time::sleep(TIMER_SYNC_INTERVAL) => tokio::time::Instant::now() >= next_full,
+            () = broker.sync_now.notified() => true,
             _ = stop.wait_for(|s| *s) => return,
-        }
+        };
     }
 }

@@ -441,12 +441,16 @@ async fn delayed_messages_arrive_on_time() {
     b.stop().await;
 }
 
-/// A 5.x timer message (TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS) is refused
-/// as Apache RocketMQ refuses it with `timerWheelEnable=false`: never stored into its
+/// With `timerWheelEnable=false` a 5.x timer message (TIMER_DELIVER_MS / TIMER_DELAY_SEC
+/// / TIMER_DELAY_MS) is refused as Apache RocketMQ refuses it: never stored into its
 /// topic to be consumed at once. A delay level wins over the timer properties.
 #[tokio::test]
-async fn timer_messages_are_refused_not_delivered_at_once() {
-    let b = Running::start(|_, s| s.message_delay_level = "1s 2s".into()).await;
+async fn timer_messages_are_refused_not_delivered_at_once_without_the_wheel() {
+    let b = Running::start(|_, s| {
+        s.message_delay_level = "1s 2s".into();
+        s.timer_wheel_enable = false;
+    })
+    .await;
     let due = broker::clock::now_ms() + 10_000;
     for props in [
         format!("TIMER_DELIVER_MS\u{1}{due}\u{2}"),

@@ -674,3 +674,56 @@ async fn own_immunity_time_defers_the_check() {
     assert_eq!((r.no_channel, r.deferred), (1, 0), "{r:?}");
     b.stop().await;
 }
+
+/// A committed half message with a timer property is parked for the wheel at its
+/// commit and delivered at its time, not at the commit (RocketMQ parks COMMIT messages
+/// like any other).
+#[tokio::test]
+async fn a_committed_timer_message_is_delivered_at_its_time_not_at_the_commit() {
+    let b = Running::start(|_, _| {}).await;
+    let sent_at = broker::clock::now_ms();
+    let half = b
+        .send_half_with(
+            "TxTimer",
+            0,
+            b"later",
+            "tt1",
+            "\u{2}TIMER_DELAY_MS\u{1}1500",
+        )
+        .await;
+    let r = b
+        .call(end_request(
+            "pg",
+            &half,
+            sys_flag::TRANSACTION_COMMIT_TYPE,
+            false,
+        ))
+        .await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    b.dispatched("rmq_sys_wheel_timer", 0, 1).await;
+    assert!(
+        b.pull_all("TxTimer", 0).await.is_empty(),
+        "delivered at the commit"
+    );
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let got = loop {
+        let got = b.pull_all("TxTimer", 0).await;
+        if !got.is_empty() {
+            break got;
+        }
+        assert!(Instant::now() < deadline, "never delivered");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    };
+    let at = broker::clock::now_ms();
+    assert!(
+        at >= sent_at + 1500,
+        "delivered {} ms early",
+        sent_at + 1500 - at
+    );
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, b"later");
+    let props = &got[0].1;
+    assert!(props.contains("TIMER_OUT_MS"), "{props:?}");
+    assert!(!props.contains("TRAN_MSG\u{1}true"), "{props:?}");
+    b.stop().await;
+}

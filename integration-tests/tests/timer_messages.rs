@@ -46,7 +46,7 @@ use integration_tests::harness::{
     unique_name,
 };
 use integration_tests::java::{JavaTools, PRODUCE_TIMEOUT, Recv, Sent, V5};
-use integration_tests::timer::{Delivery, Lateness, deliveries, tally};
+use integration_tests::timer_deliveries::{Delivery, Lateness, deliveries, tally};
 
 /// The Apache RocketMQ broker every case is also run against.
 const APACHE: &str = "5.3.3";

@@ -163,6 +163,33 @@ pub struct StoreConfig {
     /// `"1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"`.
     pub message_delay_level: String,
 
+    // ---------------------------------------------------------------- timer (5.x)
+    /// Timer messages (`TIMER_DELIVER_MS`, `TIMER_DELAY_SEC`, `TIMER_DELAY_MS`) go through
+    /// the timer wheel (`timerWheelEnable`); when false they are refused. Default true.
+    pub timer_wheel_enable: bool,
+    /// Width of a wheel slot in ms (`timerPrecisionMs`): 100, 200, 500 or 1000 (other
+    /// values round down to one of them, as RocketMQ's setter does). sluice delivers at
+    /// the exact time within a slot; the precision only shapes the files. Default 1000.
+    pub timer_precision_ms: u64,
+    /// Timers further ahead than this many slots are parked and re-enqueued when the
+    /// window reaches them (`timerRollWindowSlot`). Default 172 800 (2 days of seconds).
+    pub timer_roll_window_slot: u64,
+    /// Longest delay a timer message may ask for, in seconds (`timerMaxDelaySec`).
+    /// Default 259 200 (3 days).
+    pub timer_max_delay_sec: u64,
+    /// The timer log, wheel and checkpoint are synced this often, in ms
+    /// (`timerFlushIntervalMs`). Default 1 000.
+    pub timer_flush_interval_ms: u64,
+    /// Size of each `timerlog/` file (`mappedFileSizeTimerLog`). Default 100 MiB.
+    pub mapped_file_size_timer_log: u64,
+    /// A slot with more timers than this refuses some new ones, all above twice this
+    /// (`timerCongestNumEachSlot`). Default `i32::MAX` (never).
+    pub timer_congest_num_each_slot: i64,
+    /// Stop enqueuing timers (`timerStopEnqueue`, for operators). Default false.
+    pub timer_stop_enqueue: bool,
+    /// Stop delivering timers (`timerStopDequeue`, for operators). Default false.
+    pub timer_stop_dequeue: bool,
+
     // ---------------------------------------------------------------- expiry
     /// Hours a CommitLog file is kept after its last write (`fileReservedTime`).
     /// Default 72.
@@ -238,6 +265,15 @@ impl Default for StoreConfig {
             max_transfer_count_on_message_in_disk: 8,
             access_message_in_memory_max_ratio: 40,
             message_delay_level: DEFAULT_MESSAGE_DELAY_LEVEL.to_owned(),
+            timer_wheel_enable: true,
+            timer_precision_ms: 1000,
+            timer_roll_window_slot: 3600 * 24 * 2,
+            timer_max_delay_sec: 3600 * 24 * 3,
+            timer_flush_interval_ms: 1000,
+            mapped_file_size_timer_log: 100 * 1024 * 1024,
+            timer_congest_num_each_slot: i64::from(i32::MAX),
+            timer_stop_enqueue: false,
+            timer_stop_dequeue: false,
             file_reserved_time: 72,
             delete_when: "04".to_owned(),
             disk_max_used_space_ratio: 75,
@@ -311,6 +347,44 @@ pub fn parse_delete_when(s: &str) -> Vec<u32> {
 }
 
 impl StoreConfig {
+    /// The timer keys as RocketMQ reads them: the precision rounds down to 100, 200,
+    /// 500 or 1000 ms; a roll window outside `2..=slots − 60` becomes `slots − 60`.
+    fn sanitize_timer(&mut self) -> Result<(), ConfigError> {
+        let precision = [1000, 500, 200, 100]
+            .into_iter()
+            .find(|c| self.timer_precision_ms >= *c)
+            .unwrap_or(100);
+        if precision != self.timer_precision_ms {
+            warn!(
+                value = self.timer_precision_ms,
+                used = precision,
+                "timerPrecisionMs is one of 100, 200, 500, 1000; rounded down"
+            );
+            self.timer_precision_ms = precision;
+        }
+        let most = crate::timer::wheel::SLOTS_TOTAL.unsigned_abs()
+            - crate::timer::wheel::BLANK_SLOTS.unsigned_abs();
+        if !(2..=most).contains(&self.timer_roll_window_slot) {
+            warn!(
+                value = self.timer_roll_window_slot,
+                used = most,
+                "timerRollWindowSlot outside 2..={most}; using {most}"
+            );
+            self.timer_roll_window_slot = most;
+        }
+        if self.timer_flush_interval_ms == 0 {
+            self.timer_flush_interval_ms = 1;
+        }
+        if !(4096..=MAX_MAPPED_FILE_SIZE).contains(&self.mapped_file_size_timer_log) {
+            return Err(ConfigError::Invalid {
+                key: "mappedFileSizeTimerLog",
+                value: self.mapped_file_size_timer_log.to_string(),
+                reason: "must be at least 4096 bytes and below 2 GiB",
+            });
+        }
+        Ok(())
+    }
+
     /// A config rooted at `root` with everything else default.
     #[must_use]
     pub fn with_root(root: impl Into<PathBuf>) -> Self {
@@ -453,6 +527,7 @@ impl StoreConfig {
             });
         }
         parse_delay_levels(&self.message_delay_level)?;
+        self.sanitize_timer()?;
         if self.access_message_in_memory_max_ratio > 100 {
             warn!(
                 value = self.access_message_in_memory_max_ratio,

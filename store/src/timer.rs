@@ -8,9 +8,11 @@
 //!   `timerPrecisionMs`, each pointing at its first and last unit.
 //! - `timercheck`: the [`checkpoint::TimerCheckpoint`] (56 bytes at the start of a page).
 //!
-//! Sans-io codecs only, for now: the wheel, its services and delivery (issue 14) build on
-//! them. Until then a timer message is refused at the broker (`broker::timer`).
+//! The codecs are sans-io; [`timer_log`] and [`wheel`] are the mapped files. What is
+//! enqueued and delivered when is the broker's timer service (`broker::timer`).
 
 pub mod checkpoint;
 pub mod log_unit;
 pub mod slot;
+pub mod timer_log;
+pub mod wheel;

@@ -205,6 +205,14 @@ pub fn all_delay_offsets(broker: &Broker) -> Handled {
     Ok(success().with_body(json(&broker.delay_offsets.wrapper())?))
 }
 
+/// GET_TIMER_CHECK_POINT (RocketMQ 5 slaves copy it): the timer checkpoint's 56 bytes,
+/// with the live read time and enqueue offset.
+#[allow(clippy::unnecessary_wraps, reason = "every handler answers Handled")]
+pub fn timer_checkpoint(broker: &Broker) -> Handled {
+    let cp = broker.timer.current_checkpoint();
+    Ok(success().with_body(bytes::Bytes::copy_from_slice(&cp.encode())))
+}
+
 /// GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 5 slaves copy it): the pop-mode table, always
 /// empty here since SET_MESSAGE_REQUEST_MODE (pop consumption) is not supported.
 pub fn all_message_request_modes() -> Handled {
@@ -346,6 +354,21 @@ pub fn runtime_info(broker: &Broker) -> Handled {
     for (k, v) in broker.stats.runtime_entries() {
         table.insert(k.to_owned(), v);
     }
+    // RocketMQ 5's timer keys, in its units (seconds behind; TPS as a float).
+    let timer = if broker.timer_settings.enabled {
+        broker.timer.figures()
+    } else {
+        crate::timer::service::TimerFigures::default()
+    };
+    for (key, value) in [
+        ("timerReadBehind", (timer.read_behind_ms / 1000).to_string()),
+        ("timerOffsetBehind", timer.offset_behind.to_string()),
+        ("timerCongestNum", timer.congest_num.to_string()),
+        ("timerEnqueueTps", java_float(timer.enqueue_tps)),
+        ("timerDequeueTps", java_float(timer.dequeue_tps)),
+    ] {
+        table.insert(key.to_owned(), value);
+    }
     // sluice has no send/pull/query thread-pool queues; RocketMQ's tools read these
     // keys, so they are reported empty with RocketMQ's default capacities.
     for (key, value) in [
@@ -365,6 +388,13 @@ pub fn runtime_info(broker: &Broker) -> Handled {
             .or_insert_with(|| value.to_owned());
     }
     Ok(success().with_body(json(&KvTable { table })?))
+}
+
+/// A rate as Java prints a `float` (`0.0`, `12.5`).
+fn java_float(v: f64) -> String {
+    #[allow(clippy::cast_possible_truncation, reason = "Java's float")]
+    let f = v as f32;
+    format!("{f:?}")
 }
 
 fn connection(info: &crate::client_manager::ClientChannelInfo) -> Connection {

@@ -104,10 +104,17 @@ fn end(
             transaction::committed_message(&half, bytes.slice_ref(half.body), props.clone(), real);
         let flags = SendFlags::scan(&props);
         let delay = flags.delay_level;
-        // Committed, it would be visible at once: a timer message is refused (the half
-        // stays, and is checked back) until there is a timer wheel.
-        crate::timer::check(real.topic, &flags, delay)?;
-        if delay > 0 {
+        if crate::timer::is_timer_message(real.topic, &flags, delay) {
+            // Committed, a timer message is parked for the wheel (refused, the half stays
+            // and is checked back).
+            let cleared = properties::without(&props, &[TRAN_MSG, REAL_TOPIC, REAL_QID]);
+            if let Some(parked) =
+                super::send::park_timer(broker, real.topic, real.queue_id, &cleared)?
+            {
+                (msg.topic, msg.queue_id, msg.properties) =
+                    (parked.topic, parked.queue_id, parked.properties);
+            }
+        } else if delay > 0 {
             // RocketMQ's store parks a COMMIT message that has a delay level like any
             // other; the property map it re-encodes then has lost TRAN_MSG and REAL_*.
             let cleared = properties::without(&props, &[TRAN_MSG, REAL_TOPIC, REAL_QID]);

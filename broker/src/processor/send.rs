@@ -235,10 +235,11 @@ fn prepare(
         ));
     }
     let mut properties = props;
-    // A timer message is refused rather than delivered at once (no timer wheel yet); a
-    // half message is checked at its commit.
-    if !transaction {
-        crate::timer::check(&topic, flags, delay)?;
+    // A timer message is parked for the wheel; a half message is parked at its commit.
+    if !transaction && crate::timer::is_timer_message(&topic, flags, delay) {
+        if let Some(parked) = park_timer(broker, &topic, queue_id, &properties)? {
+            (topic, queue_id, properties) = (parked.topic, parked.queue_id, parked.properties);
+        }
     }
     // A half message is never parked: RocketMQ's store would park it (its sysFlag is
     // NOT_TYPE by then) and overwrite REAL_TOPIC with the half topic, so its commit
@@ -265,6 +266,27 @@ fn prepare(
         return Ok(Prepared::Half(transaction::half_message(msg), queue_id));
     }
     Ok(Prepared::One(msg))
+}
+
+/// Parks a timer message for the wheel (see [`crate::timer::park`]); `None` when it is
+/// due already.
+///
+/// # Errors
+/// RocketMQ's refusals of a timer message.
+pub fn park_timer(
+    broker: &Broker,
+    topic: &str,
+    queue_id: i32,
+    properties: &str,
+) -> Result<Option<crate::timer::Parked>, Refusal> {
+    crate::timer::park(
+        &broker.timer_settings,
+        topic,
+        queue_id,
+        properties,
+        crate::clock::now_ms(),
+        |out| broker.timer.congestion(out),
+    )
 }
 
 /// Parks a message with delay `level` in SCHEDULE_TOPIC_XXXX: queue `level − 1`

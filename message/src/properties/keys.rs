@@ -19,6 +19,15 @@ pub const TIMER_DELAY_SEC: &str = "TIMER_DELAY_SEC";
 pub const TIMER_DELAY_MS: &str = "TIMER_DELAY_MS";
 /// `TIMER_OUT_MS`: set by the broker on a message parked in the timer wheel.
 pub const TIMER_OUT_MS: &str = "TIMER_OUT_MS";
+/// `TIMER_ENQUEUE_MS`: when the timer wheel took a delivered timer message in.
+pub const TIMER_ENQUEUE_MS: &str = "TIMER_ENQUEUE_MS";
+/// `TIMER_DEQUEUE_MS`: when the timer wheel delivered it.
+pub const TIMER_DEQUEUE_MS: &str = "TIMER_DEQUEUE_MS";
+/// `TIMER_ROLL_TIMES`: how often a far timer was parked again for the next window.
+pub const TIMER_ROLL_TIMES: &str = "TIMER_ROLL_TIMES";
+/// `TIMER_DEL_UNIQKEY`: marks a timer message that recalls (deletes) the one of
+/// `<real topic>+<UNIQ_KEY>` due at the same time.
+pub const TIMER_DEL_UNIQKEY: &str = "TIMER_DEL_UNIQKEY";
 /// `REAL_TOPIC`: the topic of a delayed or half message.
 pub const REAL_TOPIC: &str = "REAL_TOPIC";
 /// `REAL_QID`: the queue of a delayed or half message.

@@ -10,6 +10,14 @@
 //! | 24 | the master's such offset (slaves) |
 //! | 32, 40, 48 | data version: state version, timestamp, counter |
 
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+use crate::error::{Result, StoreError};
+
+/// Size of the `timercheck` file (one OS page, as RocketMQ maps it).
+const FILE_SIZE: u64 = 4096;
 /// Bytes the checkpoint occupies.
 pub const CHECKPOINT_SIZE: usize = 56;
 /// Bytes of a checkpoint without the data version.
@@ -78,6 +86,68 @@ impl TimerCheckpoint {
             counter: at(6),
         })
     }
+
+    /// Reads the checkpoint file at `path`; `None` when there is none yet.
+    ///
+    /// # Errors
+    /// The file exists but cannot be read, or is shorter than the four offsets.
+    pub fn load(path: &Path) -> Result<Option<Self>> {
+        match fs::read(path) {
+            Ok(bytes) => Self::decode(&bytes).map(Some).ok_or(StoreError::Corrupt {
+                file: path.to_owned(),
+                offset: 0,
+                reason: "timer checkpoint shorter than its four offsets",
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(StoreError::io("read", path, e)),
+        }
+    }
+
+    /// Writes the checkpoint in place at the start of the page-sized file at `path`
+    /// (created if absent) and syncs it, as RocketMQ's mapped checkpoint does.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn store(&self, path: &Path) -> Result<()> {
+        self.write(path, true)
+    }
+
+    /// [`store`](Self::store) without the sync: it survives the process (`kill -9`),
+    /// not the machine.
+    ///
+    /// # Errors
+    /// I/O errors.
+    pub fn store_unsynced(&self, path: &Path) -> Result<()> {
+        self.write(path, false)
+    }
+
+    fn write(&self, path: &Path, sync: bool) -> Result<()> {
+        if let Some(dir) = path.parent() {
+            fs::create_dir_all(dir).map_err(|e| StoreError::io("mkdir", dir, e))?;
+        }
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| StoreError::io("open", path, e))?;
+        let len = file
+            .metadata()
+            .map_err(|e| StoreError::io("stat", path, e))?
+            .len();
+        if len < FILE_SIZE {
+            file.set_len(FILE_SIZE)
+                .map_err(|e| StoreError::io("ftruncate", path, e))?;
+        }
+        file.write_all_at(&self.encode(), 0)
+            .map_err(|e| StoreError::io("write", path, e))?;
+        if sync {
+            file.sync_data()
+                .map_err(|e| StoreError::io("fdatasync", path, e))?;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -106,5 +176,24 @@ mod tests {
         assert_eq!(legacy.master_timer_queue_offset, 99);
         assert_eq!(legacy.counter, 0);
         assert_eq!(TimerCheckpoint::decode(&b[..31]), None);
+    }
+
+    #[test]
+    fn the_file_is_a_page_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config").join("timercheck");
+        assert_eq!(TimerCheckpoint::load(&path).unwrap(), None);
+        let cp = TimerCheckpoint {
+            last_read_time_ms: 1_764_600_000_000,
+            last_timer_log_flush_pos: 520,
+            last_timer_queue_offset: 10,
+            master_timer_queue_offset: 10,
+            ..TimerCheckpoint::default()
+        };
+        cp.store(&path).unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().len(), 4096);
+        assert_eq!(TimerCheckpoint::load(&path).unwrap(), Some(cp));
+        std::fs::write(&path, [0u8; 8]).unwrap();
+        assert!(TimerCheckpoint::load(&path).is_err());
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! | offset | size | field |
 //! |---|---|---|
-//! | 0 | 8 | the slot's time (ms) |
+//! | 0 | 8 | the slot's time divided by `timerPrecisionMs` (its period number) |
 //! | 8 | 8 | first unit's position in the timer log (−1: none) |
 //! | 16 | 8 | last unit's position (the head of the `prev_pos` list) |
 //! | 24 | 4 | number of units |
@@ -14,8 +14,10 @@ pub const SLOT_SIZE: usize = 32;
 /// One decoded slot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Slot {
-    /// The slot's time (ms); a slot whose time is not the one looked up is empty.
-    pub time_ms: i64,
+    /// The slot's period: its time divided by `timerPrecisionMs`, as RocketMQ stores it
+    /// (5.x kept 4.x's seconds when precision became configurable). A slot whose period
+    /// is not the one looked up is empty.
+    pub period: i64,
     /// First unit's position (−1: none).
     pub first_pos: i64,
     /// Last unit's position (−1: none).
@@ -27,11 +29,11 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// An empty slot for `time_ms`.
+    /// An empty slot of `period`.
     #[must_use]
-    pub fn empty(time_ms: i64) -> Self {
+    pub fn empty(period: i64) -> Self {
         Slot {
-            time_ms,
+            period,
             first_pos: -1,
             last_pos: -1,
             num: 0,
@@ -43,7 +45,7 @@ impl Slot {
     #[must_use]
     pub fn encode(&self) -> [u8; SLOT_SIZE] {
         let mut b = [0u8; SLOT_SIZE];
-        b[0..8].copy_from_slice(&self.time_ms.to_be_bytes());
+        b[0..8].copy_from_slice(&self.period.to_be_bytes());
         b[8..16].copy_from_slice(&self.first_pos.to_be_bytes());
         b[16..24].copy_from_slice(&self.last_pos.to_be_bytes());
         b[24..28].copy_from_slice(&self.num.to_be_bytes());
@@ -66,7 +68,7 @@ impl Slot {
             i32::from_be_bytes(x)
         };
         Some(Slot {
-            time_ms: i64_at(0),
+            period: i64_at(0),
             first_pos: i64_at(8),
             last_pos: i64_at(16),
             num: i32_at(24),
@@ -83,7 +85,7 @@ mod tests {
     #[test]
     fn a_slot_has_the_java_layout() {
         let s = Slot {
-            time_ms: 1_764_600_000_000,
+            period: 1_764_600_000,
             first_pos: 52,
             last_pos: 104,
             num: 2,
@@ -101,7 +103,7 @@ mod tests {
     proptest! {
         #[test]
         fn slots_round_trip(t in any::<i64>(), f in any::<i64>(), l in any::<i64>(), n in any::<i32>(), m in any::<i32>()) {
-            let s = Slot { time_ms: t, first_pos: f, last_pos: l, num: n, magic: m };
+            let s = Slot { period: t, first_pos: f, last_pos: l, num: n, magic: m };
             prop_assert_eq!(Slot::decode(&s.encode()), Some(s));
         }
     }

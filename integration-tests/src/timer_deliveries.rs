@@ -1,4 +1,4 @@
-//! What the timer message tests (tests/timer_messages.rs) read from a consumer: the deliveries
+//! What the timer message tests (tests/timer_messages.rs) read from a Java consumer: the deliveries
 //! of 5.x timer messages, each with the due time its producer put on it (`sluiceDue`, see
 //! `java/src/main/java/sluice/it/Timer.java`) and the consumer's clock when it got it, and the
 //! figures a test asserts and reports: how many arrived early, how late the others were,
