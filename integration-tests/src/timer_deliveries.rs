@@ -1,7 +1,7 @@
-//! What the timer message tests (tests/timer_messages.rs) read from a Java consumer: the deliveries
-//! of 5.x timer messages, each with the due time its producer put on it (`sluiceDue`, see
-//! `java/src/main/java/sluice/it/Timer.java`) and the consumer's clock when it got it, and the
-//! figures a test asserts and reports: how many arrived early, how late the others were,
+//! What the timer message tests (tests/timer_messages.rs) read from a Java consumer: the
+//! deliveries of 5.x timer messages, each with the due time its producer put on it
+//! (`sluiceDue`, see `java/src/main/java/sluice/it/Timer.java`) and the consumer's clock when it
+//! got it, and the figures a test asserts and reports: how many arrived early, how late the others were,
 //! which ones were delivered twice or not at all.
 //!
 //! Producer and consumer run on this machine, so both clocks are the same clock.
@@ -19,7 +19,10 @@ pub struct Delivery {
     pub body: String,
     /// When the consumer got it, epoch ms.
     pub recv: i64,
-    /// When its producer wanted it delivered, epoch ms.
+    /// When it was due, epoch ms: its producer's `sluiceDue`, or for a relative timer
+    /// (TIMER_DELAY_SEC / TIMER_DELAY_MS) its born timestamp plus the delay when that is later
+    /// (the client stamps `born` just before the bytes go out, after `sluiceDue` was computed;
+    /// a broker counts the delay from when it gets the message, later still).
     pub due: i64,
     /// When its producer sent it, epoch ms.
     pub sent: i64,
@@ -62,12 +65,25 @@ pub fn deliveries(recvs: &[Recv]) -> Vec<Delivery> {
                 queue_id: r.queue_id,
                 body: r.body.clone(),
                 recv: r.timer_i64("recv")?,
-                due: r.timer_i64("due")?,
+                due: due(r)?,
                 sent: r.timer_i64("sent")?,
                 fields: r.timer.clone(),
             })
         })
         .collect()
+}
+
+/// See [`Delivery::due`].
+fn due(r: &Recv) -> Option<i64> {
+    let stated = r.timer_i64("due")?;
+    let delay = r
+        .timer_i64("delaySec")
+        .map(|s| s.saturating_mul(1000))
+        .or_else(|| r.timer_i64("delayMs"));
+    Some(match (delay, r.timer_i64("born")) {
+        (Some(delay), Some(born)) => stated.max(born.saturating_add(delay)),
+        _ => stated,
+    })
 }
 
 /// How a set of deliveries met the timers that were sent.
@@ -189,18 +205,21 @@ mod tests {
             "recv=1010 due=1000 sent=0 out=1000 names=TIMER_OUT_MS,UNIQ_KEY",
         ));
         lines.extend(recv("B", "recv=1990 due=2000 sent=0"));
+        // Born 100 ms after the producer computed its due time, delay 1 s: due at 1100.
+        lines.extend(recv("D", "recv=1105 due=1000 sent=0 born=100 delaySec=1"));
         lines.extend(recv("A", "recv=1500 due=1000 sent=0"));
         lines.extend(recv("X", "recv=5 due=5 sent=0"));
         lines.push("RECV P 0 0 plain".to_owned());
         let recvs = Recv::all(lines.iter().map(String::as_str));
         let got = deliveries(&recvs);
-        assert_eq!(got.len(), 4, "the plain message is no timer delivery");
+        assert_eq!(got.len(), 5, "the plain message is no timer delivery");
+        assert_eq!((got[2].due, got[2].lateness_ms()), (1100, 5));
         assert_eq!(got[0].field_i64("out"), Some(1000));
         assert_eq!(
             got[0].property_names(),
             BTreeSet::from(["TIMER_OUT_MS", "UNIQ_KEY"])
         );
-        let sent: Vec<Sent> = ["A", "B", "C"]
+        let sent: Vec<Sent> = ["A", "B", "C", "D"]
             .iter()
             .enumerate()
             .map(|(i, id)| {
@@ -216,7 +235,7 @@ mod tests {
         assert_eq!(t.unexpected, ["X"]);
         assert_eq!(t.early, ["B"]);
         assert!(!t.complete_and_never_early());
-        let l = Lateness::of(&got[..3]);
+        let l = Lateness::of([&got[0], &got[1], &got[3]]);
         assert_eq!(
             (l.count, l.min, l.p50, l.p99, l.max),
             (3, -10, 10, 500, 500)
