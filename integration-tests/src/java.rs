@@ -396,8 +396,9 @@ pub fn apache_dist(version: &str) -> Result<ApacheDist, String> {
 // ---------------------------------------------------------------- result lines of the programs
 
 /// A `SENT` line of `sluice.it.Producer`:
-/// `SENT <msgId> <offsetMsgId> <queueId> <queueOffset> <status> i=<i> tag=<t> keys=<k> okey=<k>`
-/// (`-` for none; oneway sends have queue id and offset -1 and status `ONEWAY`).
+/// `SENT <msgId> <offsetMsgId> <queueId> <queueOffset> <status> i=<i> tag=<t> keys=<k> okey=<k>
+/// due=<ms>` (`-` for none; oneway sends have queue id and offset -1 and status `ONEWAY`; `due`:
+/// a timer message's due time, `--timer`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sent {
     pub msg_id: String,
@@ -410,6 +411,8 @@ pub struct Sent {
     pub tag: Option<String>,
     pub keys: Option<String>,
     pub order_key: Option<String>,
+    /// A timer message's due time (epoch ms, the producer's clock).
+    pub due: Option<i64>,
 }
 
 impl Sent {
@@ -431,6 +434,7 @@ impl Sent {
             tag: labelled(&f[5..], "tag").and_then(dash_none),
             keys: labelled(&f[5..], "keys").and_then(dash_none),
             order_key: labelled(&f[5..], "okey").and_then(dash_none),
+            due: labelled(&f[5..], "due").and_then(|d| d.parse().ok()),
         })
     }
 
@@ -441,7 +445,7 @@ impl Sent {
 }
 
 /// One delivery printed by `sluice.it.PushConsumer` or `sluice.it.LitePullConsumer`: its `RECV`
-/// line and the `PROPS` / `SEQ` / `RETRY` lines printed with it.
+/// line and the `PROPS` / `TIMER` / `SEQ` / `RETRY` lines printed with it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Recv {
     pub msg_id: String,
@@ -456,6 +460,10 @@ pub struct Recv {
     pub seq: Option<(String, u64)>,
     /// The reconsume times of the `RETRY` line: this delivery failed on purpose.
     pub retry: Option<u32>,
+    /// `key=value` fields of the `TIMER` line (a timer message): recv, due, sent, born, store,
+    /// reconsume, out, enqueue, dequeue, roll, delaySec, delayMs, deliverMs, realTopic,
+    /// realQid, names (see `Timer.java`).
+    pub timer: BTreeMap<String, String>,
 }
 
 impl Recv {
@@ -489,10 +497,15 @@ impl Recv {
                 continue;
             }
             match tag {
-                "PROPS" => {
+                "PROPS" | "TIMER" => {
+                    let map = if tag == "PROPS" {
+                        &mut last.props
+                    } else {
+                        &mut last.timer
+                    };
                     for kv in f {
                         if let Some((k, v)) = kv.split_once('=') {
-                            last.props.insert(k.to_owned(), v.to_owned());
+                            map.insert(k.to_owned(), v.to_owned());
                         }
                     }
                 }
@@ -513,6 +526,12 @@ impl Recv {
     #[must_use]
     pub fn prop_i64(&self, key: &str) -> Option<i64> {
         self.props.get(key).and_then(|v| v.parse().ok())
+    }
+
+    /// A `TIMER` field as a number (`recv`, `due`, `out`, ...); `None` when missing or `-`.
+    #[must_use]
+    pub fn timer_i64(&self, key: &str) -> Option<i64> {
+        self.timer.get(key).and_then(|v| v.parse().ok())
     }
 
     /// A `PROPS` field, `None` for a missing one, `-` or `null`.
@@ -576,7 +595,7 @@ mod tests {
     fn parses_producer_and_consumer_lines() {
         let sent = Sent::all([
             "SENT AB 7F01 2 5 SEND_OK i=3 tag=TagA keys=key-3 okey=-",
-            "SENT CD - -1 -1 ONEWAY i=4 tag=- keys=- okey=k-1",
+            "SENT CD - -1 -1 ONEWAY i=4 tag=- keys=- okey=k-1 due=1234",
             "OK sent=2",
         ]);
         assert_eq!(sent.len(), 2);
@@ -592,6 +611,7 @@ mod tests {
             ("ONEWAY", None)
         );
         assert_eq!(sent[1].order_key.as_deref(), Some("k-1"));
+        assert_eq!((sent[0].due, sent[1].due), (None, Some(1234)));
 
         let lines = [
             "STARTED g",
@@ -601,6 +621,7 @@ mod tests {
             "SEQ k-1 7 2 5 AB",
             "RETRY AB 0",
             "RECV CD 1 0 x",
+            "TIMER CD recv=20 due=19 sent=9 out=18000 enqueue=- names=A,B",
             "ALLOC T 1 0,1,2,3",
         ];
         let recv = Recv::all(lines);
@@ -612,6 +633,11 @@ mod tests {
         assert_eq!(recv[0].seq, Some(("k-1".to_owned(), 7)));
         assert_eq!(recv[0].retry, Some(0));
         assert_eq!((recv[1].queue_id, recv[1].retry), (1, None));
+        assert!(recv[0].timer.is_empty());
+        assert_eq!(recv[1].timer_i64("recv"), Some(20));
+        assert_eq!(recv[1].timer_i64("out"), Some(18000));
+        assert_eq!(recv[1].timer_i64("enqueue"), None);
+        assert_eq!(recv[1].timer.get("names").map(String::as_str), Some("A,B"));
         assert_eq!(last_allocation(&lines, "T"), Some((1, vec![0, 1, 2, 3])));
         assert_eq!(last_allocation(&lines, "U"), None);
     }

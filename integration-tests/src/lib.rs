@@ -15,6 +15,9 @@
 //!   they share with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 //! - `client_suite`: the scenarios every non-Java client must pass.
+//! - `timer_deliveries`: the deliveries of 5.x timer messages a Java consumer printed: early,
+//!   late, missing, duplicated (tests/timer_messages.rs). `timers`: timer sends, drains and the
+//!   timer checkpoint over the remoting protocol (the store interop and failover tests).
 //! - `drill`: failover drills with the official Java client — the producer's and the drain's
 //!   books, the failover steps on a pair (tests/ha_drill.rs, `reliability`).
 //! - `flood`: connection storms (open, time, hold, close, read the server's memory).
@@ -43,4 +46,5 @@ pub mod procs;
 pub mod reliability;
 pub mod rust_client;
 pub mod stats;
+pub mod timer_deliveries;
 pub mod timers;

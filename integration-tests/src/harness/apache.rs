@@ -1,6 +1,9 @@
 //! Apache RocketMQ's own broker (`org.apache.rocketmq:rocketmq-broker` from Maven Central,
 //! resolved by [`apache_dist`]) as a child process registered with our name server: the
-//! other side of the interop tests, and the reference a 5.x case is run against.
+//! other side of the interop tests, and the reference a 5.x case is run against. It can be
+//! stopped gracefully or killed and started again on the same store, ports and logs
+//! ([`restart`](ApacheBroker::restart), [`kill`](ApacheBroker::kill)), as
+//! [`BrokerProcess`](super::BrokerProcess) can.
 
 #![allow(
     clippy::unwrap_used,
@@ -37,19 +40,32 @@ const BROKER_JVM_FLAGS: &[&str] = &[
 
 /// How long an Apache broker may take to start (a cold JVM on a busy 2-core machine).
 const APACHE_READY: Duration = Duration::from_secs(90);
+/// How long its graceful shutdown (SIGTERM: the JVM's shutdown hook stops every service and
+/// flushes the store) may take before it is killed.
+const APACHE_STOP_GRACE: Duration = Duration::from_secs(60);
 
 /// An Apache RocketMQ broker of pair [`HA_BROKER_NAME`](super::HA_BROKER_NAME)
 /// registered with our name server: `brokerIP1`/`brokerIP2` 127.0.0.1, 16 MiB CommitLog files (as
 /// ours), no ACL, its store and `user.home` (its logs: `home/logs/rocketmqlogs/`) in a temp dir.
 /// Ports as [`BrokerProcess`]'s: `listenPort - 2` (its VIP channel) to `listenPort + 1` (HA).
+///
+/// 5.x's timer wheel is off (`timerWheelEnable=false`: its files are hundreds of MB) unless
+/// `extra` turns it on; any key of `extra` replaces the default of the same name.
 #[derive(Debug)]
 pub struct ApacheBroker {
     /// The JVM.
     pub process: ChildProcess,
     port: u16,
+    id: i64,
+    namesrv: String,
 }
 
 impl ApacheBroker {
+    /// Starts Apache RocketMQ's broker `version` as `brokerRole=role`, `brokerId=id`,
+    /// registered with `namesrv`, with the settings of `extra` on top of the defaults.
+    ///
+    /// # Panics
+    /// When it cannot be resolved, does not start, or does not register.
     pub fn start(
         version: &str,
         namesrv: &str,
@@ -80,10 +96,13 @@ impl ApacheBroker {
             ("mappedFileSizeCommitLog", (16 * 1024 * 1024).to_string()),
             ("flushDiskType", "ASYNC_FLUSH".to_owned()),
             ("autoCreateTopicEnable", "true".to_owned()),
-            // 5.x: no timer wheel files (hundreds of MB) in a test.
+            // 5.x: no timer wheel files (hundreds of MB) in a test, unless it asks for them.
             ("timerWheelEnable", "false".to_owned()),
         ];
-        conf.extend(extra.iter().map(|(k, v)| (*k, (*v).to_owned())));
+        for (key, value) in extra {
+            conf.retain(|(k, _)| k != key);
+            conf.push((*key, (*value).to_owned()));
+        }
         let text: String = conf.iter().map(|(k, v)| format!("{k}={v}\n")).collect();
         let conf_path = dir.path().join("broker.conf");
         fs::write(&conf_path, text).unwrap();
@@ -96,6 +115,7 @@ impl ApacheBroker {
         .env("ROCKETMQ_HOME", &rocketmq_home)
         .readiness(Readiness::Connect(ports[2].addr()));
         spec.ready_timeout = APACHE_READY;
+        spec.stop_grace = APACHE_STOP_GRACE;
         for flag in BROKER_JVM_FLAGS {
             spec = spec.arg(flag);
         }
@@ -110,15 +130,48 @@ impl ApacheBroker {
         let broker = ApacheBroker {
             process: ChildProcess::start(spec, dir, ports),
             port,
+            id,
+            namesrv: namesrv.to_owned(),
         };
-        let addr = broker.addr();
-        assert!(
-            wait_until(APACHE_READY, || registered_ids(namesrv, &addr)
-                .contains(&id)),
-            "Apache broker {addr} did not register as {id}:\n{}",
-            broker.log_tail()
-        );
+        broker.wait_registered();
         broker
+    }
+
+    fn wait_registered(&self) {
+        let addr = self.addr();
+        assert!(
+            wait_until(APACHE_READY, || registered_ids(&self.namesrv, &addr)
+                .contains(&self.id)),
+            "Apache broker {addr} did not register as {}:\n{}",
+            self.id,
+            self.log_tail()
+        );
+    }
+
+    /// Stops it gracefully (SIGTERM; its shutdown hook flushes the store) and starts it again
+    /// on the same store, ports and logs; or, after [`kill`](Self::kill), just starts it again.
+    /// Returns once it is registered again.
+    ///
+    /// # Panics
+    /// When it had to be killed (it did not stop within its grace period), or does not come
+    /// back.
+    pub fn restart(&mut self) {
+        if self.process.is_running() {
+            let status = self.process.stop();
+            assert!(
+                status.is_some_and(|s| s.code().is_some()),
+                "Apache broker {} did not stop on SIGTERM ({status:?}):\n{}",
+                self.addr(),
+                self.log_tail()
+            );
+        }
+        self.process.restart();
+        self.wait_registered();
+    }
+
+    /// SIGKILL, at once: [`restart`](Self::restart) starts it again on the same store.
+    pub fn kill(&mut self) {
+        self.process.kill();
     }
 
     pub fn addr(&self) -> String {

@@ -36,7 +36,8 @@ use crate::ports::PortReservation;
 
 /// How long a child may take to become ready.
 pub const READY_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long a child may take to exit after SIGTERM before it is killed.
+/// How long a child may take to exit after SIGTERM before it is killed (default of
+/// [`ProcessSpec::stop_grace`]).
 pub const STOP_GRACE: Duration = Duration::from_secs(10);
 /// Lines of each log printed when a test fails.
 const LOG_TAIL_LINES: usize = 60;
@@ -75,6 +76,8 @@ pub struct ProcessSpec {
     pub readiness: Readiness,
     /// How long it may take to become ready.
     pub ready_timeout: Duration,
+    /// How long [`ChildProcess::stop`] waits after SIGTERM before it kills it.
+    pub stop_grace: Duration,
     /// Whether it gets our `RUST_LOG` (our binaries) or inherits the test's (client programs).
     pub own_rust_log: bool,
     /// Whether its stdout lines are kept as they come, to wait on (client programs).
@@ -96,6 +99,7 @@ impl ProcessSpec {
             envs_removed: Vec::new(),
             readiness: Readiness::ListeningLine,
             ready_timeout: READY_TIMEOUT,
+            stop_grace: STOP_GRACE,
             own_rust_log: true,
             capture: false,
             kill_on_drop: false,
@@ -584,18 +588,20 @@ impl ChildProcess {
         out
     }
 
-    /// Stops it: SIGTERM, then SIGKILL if it is still running after [`STOP_GRACE`].
-    /// Returns how it exited (`None` if it was not running).
+    /// Stops it: SIGTERM, then SIGKILL if it is still running after its
+    /// [`stop_grace`](ProcessSpec::stop_grace). Returns how it exited (`None` if it was not
+    /// running).
     pub fn stop(&mut self) -> Option<ExitStatus> {
         self.listening = None;
         let mut child = self.child.take()?;
+        let grace = self.spec.stop_grace;
         let status = match child.try_wait() {
             Ok(Some(status)) => Some(status),
             _ => {
                 terminate(&child);
-                wait_exit(&mut child, STOP_GRACE).or_else(|| {
+                wait_exit(&mut child, grace).or_else(|| {
                     eprintln!(
-                        "{} ignored SIGTERM for {STOP_GRACE:?}, killing it",
+                        "{} ignored SIGTERM for {grace:?}, killing it",
                         self.spec.name
                     );
                     let _ = child.kill();

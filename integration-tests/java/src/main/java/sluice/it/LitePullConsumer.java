@@ -30,6 +30,7 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * ASSIGNED &lt;queueId&gt;                               assign: one per queue assigned
  * RECV &lt;msgId&gt; &lt;queueId&gt; &lt;queueOffset&gt; &lt;body&gt;      one per message polled (body escaped, see Harness)
  * PROPS &lt;msgId&gt; topic=&lt;t&gt; tags=&lt;t&gt; keys=&lt;k&gt; reconsume=&lt;n&gt; born=&lt;ms&gt; store=&lt;ms&gt;   with --props
+ * TIMER &lt;msgId&gt; recv=&lt;ms&gt; due=&lt;ms&gt; ...              a timer message (see Timer.line; recv: when polled)
  * OK received=&lt;n&gt;                                 exit 0
  * </pre>
  *
@@ -122,6 +123,7 @@ public final class LitePullConsumer {
         try {
             while (stop.getCount() > 0 && System.currentTimeMillis() < deadline && (count == 0 || received < count)) {
                 for (MessageExt m : consumer.poll()) {
+                    long now = System.currentTimeMillis();
                     StringBuilder sb = new StringBuilder();
                     sb.append("RECV ").append(m.getMsgId()).append(' ').append(m.getQueueId()).append(' ')
                             .append(m.getQueueOffset()).append(' ').append(Harness.escapeBody(m.getBody()));
@@ -131,6 +133,10 @@ public final class LitePullConsumer {
                                 .append(" reconsume=").append(m.getReconsumeTimes())
                                 .append(" born=").append(m.getBornTimestamp())
                                 .append(" store=").append(m.getStoreTimestamp());
+                    }
+                    String timer = Timer.line(m, now);
+                    if (timer != null) {
+                        sb.append('\n').append(timer);
                     }
                     Harness.out.println(sb);
                     received++;

@@ -21,7 +21,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * Producer --namesrv 127.0.0.1:9876 --topic T --count 10 [--group G] [--mode sync|async|oneway]
  *          [--batch N] [--tag TAG | --tags A,B,C] [--keys] [--keys-prefix K] [--body-prefix B]
  *          [--delay-level L] [--order-keys K] [--send-timeout-ms 3000] [--retries 2]
- *          [--keep-going] [--timeout-ms MS] [--timer delay-sec=S|delay-ms=MS|deliver-ms=EPOCH_MS]
+ *          [--keep-going] [--timeout-ms MS]
+ *          [--timer delay-sec=S|delay-ms=MS|deliver-ms=EPOCH_MS|deliver-in=MS [--timer-step N]]
  * </pre>
  *
  * <p>Message i (from 0) has body {@code <body-prefix>-<i>}; tag {@code TAG}, or with {@code --tags}
@@ -31,12 +32,14 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * {@code floorMod(key.hashCode(), queues)} through a MessageQueueSelector, and carries the user
  * properties {@code ORDER_KEY} and {@code SEQ} (= i) for the orderly consumer. With {@code --batch
  * N} messages go in batches of N ({@code send(Collection)}; sync or async only, no delay level, no
- * order keys).
+ * order keys). With {@code --timer} every message is a 5.x timer message (see {@link Timer}: the
+ * client setter, {@code --timer-step}, and the user properties {@code sluiceDue} / {@code
+ * sluiceSent} it carries).
  *
  * <p>Prints, on stdout:
  *
  * <pre>
- * SENT &lt;msgId&gt; &lt;offsetMsgId&gt; &lt;queueId&gt; &lt;queueOffset&gt; &lt;sendStatus&gt; i=&lt;i&gt; tag=&lt;t|-&gt; keys=&lt;k|-&gt; okey=&lt;k|-&gt;
+ * SENT &lt;msgId&gt; &lt;offsetMsgId&gt; &lt;queueId&gt; &lt;queueOffset&gt; &lt;sendStatus&gt; i=&lt;i&gt; tag=&lt;t|-&gt; keys=&lt;k|-&gt; okey=&lt;k|-&gt; due=&lt;ms|-&gt;
  * OK sent=&lt;n&gt;                                                                exit 0
  * </pre>
  *
@@ -53,7 +56,7 @@ public final class Producer {
     private static final String USAGE = "--namesrv HOST:PORT --topic TOPIC --count N [--group G]"
             + " [--mode sync|async|oneway] [--batch N] [--tag TAG | --tags A,B,C] [--keys] [--keys-prefix K]"
             + " [--body-prefix B] [--delay-level L] [--order-keys K] [--send-timeout-ms MS] [--retries N]"
-            + " [--keep-going] [--timeout-ms MS]";
+            + " [--keep-going] [--timeout-ms MS] [--timer KIND=VALUE [--timer-step N]]";
 
     /** The property RocketMQ keeps the client's unique message id in (MessageConst, both versions). */
     private static final String UNIQ_KEY = "UNIQ_KEY";
@@ -70,7 +73,7 @@ public final class Producer {
             args = Args.parse(argv,
                     new String[] {"namesrv", "topic", "count", "group", "tag", "tags", "keys-prefix", "body-prefix",
                         "send-timeout-ms", "retries", "timeout-ms", "mode", "batch", "delay-level", "order-keys",
-                        "timer"},
+                        "timer", "timer-step"},
                     new String[] {"keep-going", "keys"});
             args.required("namesrv");
             args.required("topic");
@@ -90,6 +93,11 @@ public final class Producer {
             }
             if (args.get("tag", null) != null && args.get("tags", null) != null) {
                 throw new Args.UsageException("give --tag or --tags, not both");
+            }
+            try {
+                Timer.parse(args.get("timer", null), args.getLong("timer-step", 0));
+            } catch (IllegalArgumentException e) {
+                throw new Args.UsageException(e.getMessage());
             }
         } catch (Args.UsageException e) {
             Harness.usage("Producer", e.getMessage(), USAGE);
@@ -112,7 +120,7 @@ public final class Producer {
         String keysPrefix = args.get("keys-prefix", args.flag("keys") ? "key" : null);
         String bodyPrefix = args.get("body-prefix", "msg");
         int delayLevel = args.getInt("delay-level", 0);
-        String timer = args.get("timer", null);
+        Timer timer = Timer.parse(args.get("timer", null), args.getLong("timer-step", 0));
         int orderKeys = args.getInt("order-keys", 0);
         boolean keepGoing = args.flag("keep-going");
 
@@ -149,7 +157,7 @@ public final class Producer {
                 }
                 if (timer != null) {
                     try {
-                        setTimer(msg, timer);
+                        timer.apply(msg, i, 0);
                     } catch (Exception e) {
                         Harness.out.println("ERR timer " + Harness.describe(e));
                         return Harness.EXIT_FAIL;
@@ -317,7 +325,7 @@ public final class Producer {
         String line = "SENT " + msgId + " " + (offsetMsgId == null ? "-" : offsetMsgId) + " "
                 + (mq == null ? -1 : mq.getQueueId()) + " " + queueOffset + " " + status
                 + " i=" + i + " tag=" + orDash(msg.getTags()) + " keys=" + orDash(msg.getKeys())
-                + " okey=" + orDash(orderKey);
+                + " okey=" + orDash(orderKey) + " due=" + orDash(msg.getUserProperty(Timer.DUE));
         synchronized (Harness.out) {
             Harness.out.println(line);
         }
@@ -325,23 +333,5 @@ public final class Producer {
 
     private static String orDash(String s) {
         return s == null || s.isEmpty() ? "-" : s;
-    }
-
-    /**
-     * A 5.x timer message through the client's own setter, named by {@code --timer}:
-     * {@code delay-sec=S} ({@code setDelayTimeSec}), {@code delay-ms=MS} ({@code setDelayTimeMs})
-     * or {@code deliver-ms=EPOCH_MS} ({@code setDeliverTimeMs}). Found by reflection: the 4.9
-     * client has none of them (the program is built against both).
-     */
-    static void setTimer(Message msg, String spec) throws Exception {
-        String[] kv = spec.split("=", 2);
-        String setter;
-        switch (kv[0]) {
-            case "delay-sec": setter = "setDelayTimeSec"; break;
-            case "delay-ms": setter = "setDelayTimeMs"; break;
-            case "deliver-ms": setter = "setDeliverTimeMs"; break;
-            default: throw new IllegalArgumentException("--timer " + spec);
-        }
-        msg.getClass().getMethod(setter, long.class).invoke(msg, Long.parseLong(kv[1]));
     }
 }

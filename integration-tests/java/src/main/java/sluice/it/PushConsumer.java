@@ -42,6 +42,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * ALLPROPS &lt;msgId&gt; sysFlag= storeSize= bodyCRC= flag= bornHost= storeHost= commitLogOffset= prepared=
  *       p.&lt;name&gt;=&lt;value&gt;...                                with --all-props: the stored record's fields and every
  *                                                          property, sorted (values escaped, spaces as \x20)
+ * TIMER &lt;msgId&gt; recv=&lt;ms&gt; due=&lt;ms&gt; ...              after each RECV of a timer message: its due time, the
+ *                                                          timer properties the broker set (see Timer.line)
  * SEQ &lt;orderKey&gt; &lt;seq&gt; &lt;queueId&gt; &lt;queueOffset&gt; &lt;msgId&gt;     after each RECV of a message with the ORDER_KEY and
  *                                                          SEQ properties (Producer --order-keys)
  * RETRY &lt;msgId&gt; &lt;reconsumeTimes&gt;                          a delivery this consumer failed on purpose
@@ -175,6 +177,10 @@ public final class PushConsumer {
                             .append(Harness.escapeBody(e.getValue().getBytes(java.nio.charset.StandardCharsets.UTF_8))
                                     .replace(" ", "\\x20"));
                 }
+            }
+            String timer = Timer.line(m, now);
+            if (timer != null) {
+                sb.append('\n').append(timer);
             }
             String orderKey = m.getUserProperty("ORDER_KEY");
             if (orderKey != null) {

@@ -19,6 +19,7 @@ import org.apache.rocketmq.common.message.MessageExt;
  * TxProducer --namesrv 127.0.0.1:9876 --topic T --count 9 [--group G] [--body-prefix tx]
  *            [--check-wait-ms 60000] [--linger-ms 3000] [--heartbeat-ms 1000]
  *            [--send-timeout-ms 3000] [--timeout-ms MS]
+ *            [--timer KIND=VALUE [--timer-step N]] [--commit-after-ms 0]
  * </pre>
  *
  * <p>Message i (from 0) has body {@code <body-prefix>-<i>} and the user property {@code TX_I} = i.
@@ -30,10 +31,16 @@ import org.apache.rocketmq.common.message.MessageExt;
  * heartbeat interval is short ({@code --heartbeat-ms}) because the broker only knows a producer,
  * and so can only check back on it, once a heartbeat has reached it.
  *
+ * <p>{@code --timer}: every message is also a 5.x timer message, as {@code Producer --timer} (see
+ * {@link Timer}). {@code --commit-after-ms}: the local transaction takes that long before it
+ * answers, so the commit (or rollback) reaches the broker that much after the half message;
+ * RocketMQ counts a timer's delay from the commit, so the due time a message carries ({@code
+ * sluiceDue}) includes it.
+ *
  * <p>Prints, on stdout:
  *
  * <pre>
- * SENT &lt;msgId&gt; &lt;offsetMsgId&gt; &lt;queueId&gt; &lt;queueOffset&gt; &lt;sendStatus&gt; i=&lt;i&gt; tag=- keys=- okey=- local=&lt;state&gt;
+ * SENT &lt;msgId&gt; &lt;offsetMsgId&gt; &lt;queueId&gt; &lt;queueOffset&gt; &lt;sendStatus&gt; i=&lt;i&gt; tag=- keys=- okey=- due=&lt;ms|-&gt; local=&lt;state&gt;
  * CHECK &lt;msgId&gt; i=&lt;i&gt; answer=&lt;state&gt; times=&lt;TRANSACTION_CHECK_TIMES|-&gt;
  * OK sent=&lt;n&gt; checked=&lt;distinct i checked&gt;                                  exit 0
  * </pre>
@@ -46,7 +53,8 @@ import org.apache.rocketmq.common.message.MessageExt;
 public final class TxProducer {
     private static final String USAGE = "--namesrv HOST:PORT --topic TOPIC --count N [--group G]"
             + " [--body-prefix B] [--check-wait-ms MS] [--linger-ms MS] [--heartbeat-ms MS]"
-            + " [--send-timeout-ms MS] [--timeout-ms MS]";
+            + " [--send-timeout-ms MS] [--timeout-ms MS] [--timer KIND=VALUE [--timer-step N]]"
+            + " [--commit-after-ms MS]";
 
     /** The user property holding the message's index. */
     private static final String INDEX = "TX_I";
@@ -58,11 +66,16 @@ public final class TxProducer {
         try {
             args = Args.parse(argv,
                     new String[] {"namesrv", "topic", "count", "group", "body-prefix", "check-wait-ms", "linger-ms",
-                        "heartbeat-ms", "send-timeout-ms", "timeout-ms"},
+                        "heartbeat-ms", "send-timeout-ms", "timeout-ms", "timer", "timer-step", "commit-after-ms"},
                     new String[] {});
             args.required("namesrv");
             args.required("topic");
             args.required("count");
+            try {
+                Timer.parse(args.get("timer", null), args.getLong("timer-step", 0));
+            } catch (IllegalArgumentException e) {
+                throw new Args.UsageException(e.getMessage());
+            }
         } catch (Args.UsageException e) {
             Harness.usage("TxProducer", e.getMessage(), USAGE);
             return;
@@ -71,8 +84,9 @@ public final class TxProducer {
         long sendTimeoutMs = args.getLong("send-timeout-ms", 3_000);
         long checkWaitMs = args.getLong("check-wait-ms", 60_000);
         long lingerMs = args.getLong("linger-ms", 3_000);
-        Harness.init("TxProducer",
-                args.getLong("timeout-ms", 30_000 + count * sendTimeoutMs + checkWaitMs + lingerMs));
+        long commitAfterMs = args.getLong("commit-after-ms", 0);
+        Harness.init("TxProducer", args.getLong("timeout-ms",
+                30_000 + count * (sendTimeoutMs + commitAfterMs) + checkWaitMs + lingerMs));
         Harness.exit(new TxProducer().run(args, count, sendTimeoutMs, checkWaitMs, lingerMs));
     }
 
@@ -103,6 +117,8 @@ public final class TxProducer {
     private int run(Args args, int count, long sendTimeoutMs, long checkWaitMs, long lingerMs) {
         String topic = args.required("topic");
         String bodyPrefix = args.get("body-prefix", "tx");
+        Timer timer = Timer.parse(args.get("timer", null), args.getLong("timer-step", 0));
+        long commitAfterMs = args.getLong("commit-after-ms", 0);
         TransactionMQProducer producer = new TransactionMQProducer(args.get("group", "sluice_it_tx_producer"));
         producer.setNamesrvAddr(args.required("namesrv"));
         producer.setVipChannelEnabled(false);
@@ -112,6 +128,13 @@ public final class TxProducer {
         producer.setTransactionListener(new TransactionListener() {
             @Override
             public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
+                if (commitAfterMs > 0) {
+                    try {
+                        Thread.sleep(commitAfterMs);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                }
                 return local(indexOf(msg));
             }
 
@@ -140,6 +163,14 @@ public final class TxProducer {
             for (int i = 0; i < count; i++) {
                 Message msg = new Message(topic, (bodyPrefix + "-" + i).getBytes(StandardCharsets.UTF_8));
                 msg.putUserProperty(INDEX, Integer.toString(i));
+                if (timer != null) {
+                    try {
+                        timer.apply(msg, i, commitAfterMs);
+                    } catch (ReflectiveOperationException e) {
+                        Harness.out.println("ERR timer " + Harness.describe(e));
+                        return Harness.EXIT_FAIL;
+                    }
+                }
                 TransactionSendResult r;
                 try {
                     r = producer.sendMessageInTransaction(msg, null);
@@ -150,6 +181,7 @@ public final class TxProducer {
                 String line = "SENT " + r.getMsgId() + " " + (r.getOffsetMsgId() == null ? "-" : r.getOffsetMsgId())
                         + " " + (r.getMessageQueue() == null ? -1 : r.getMessageQueue().getQueueId()) + " "
                         + r.getQueueOffset() + " " + r.getSendStatus() + " i=" + i + " tag=- keys=- okey=-"
+                        + " due=" + (msg.getUserProperty(Timer.DUE) == null ? "-" : msg.getUserProperty(Timer.DUE))
                         + " local=" + r.getLocalTransactionState();
                 synchronized (Harness.out) {
                     Harness.out.println(line);
