@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::java::{Recv, Sent};
+pub use crate::timers::Tally;
 
 /// One delivery of a timer message (a `RECV` with its `TIMER` line).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -86,53 +87,14 @@ fn due(r: &Recv) -> Option<i64> {
     })
 }
 
-/// How a set of deliveries met the timers that were sent.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Tally {
-    /// Sent, never delivered.
-    pub missing: Vec<String>,
-    /// Deliveries beyond the first of a message (at-least-once).
-    pub duplicates: usize,
-    /// Delivered, never sent (another run's, or a broker bug).
-    pub unexpected: Vec<String>,
-    /// First deliveries before their due time.
-    pub early: Vec<String>,
-}
-
-impl Tally {
-    /// Every sent message delivered, none early, nothing unknown (duplicates not judged).
-    #[must_use]
-    pub fn complete_and_never_early(&self) -> bool {
-        self.missing.is_empty() && self.unexpected.is_empty() && self.early.is_empty()
-    }
-}
-
-/// Matches `got` against `sent`. A duplicate that came early counts as early too.
+/// Matches `got` against `sent` ([`crate::timers::Tally`]). A duplicate that came early
+/// counts as early too.
 #[must_use]
 pub fn tally(sent: &[Sent], got: &[Delivery]) -> Tally {
-    let expected: BTreeSet<&str> = sent.iter().map(|s| s.msg_id.as_str()).collect();
-    let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut tally = Tally::default();
-    for d in got {
-        if !expected.contains(d.msg_id.as_str()) {
-            tally.unexpected.push(d.msg_id.clone());
-            continue;
-        }
-        let n = seen.entry(d.msg_id.as_str()).or_default();
-        *n += 1;
-        if *n > 1 {
-            tally.duplicates += 1;
-        }
-        if d.recv < d.due {
-            tally.early.push(d.msg_id.clone());
-        }
-    }
-    tally.missing = expected
-        .iter()
-        .filter(|id| !seen.contains_key(*id))
-        .map(|id| (*id).to_owned())
-        .collect();
-    tally
+    Tally::of(
+        sent.iter().map(|s| s.msg_id.as_str()),
+        got.iter().map(|d| (d.msg_id.as_str(), d.due, d.recv)),
+    )
 }
 
 /// The lateness (`recv - due`, ms) of some deliveries: count, min, p50, p99, max.
@@ -232,8 +194,8 @@ mod tests {
         let t = tally(&sent, &got);
         assert_eq!(t.missing, ["C"]);
         assert_eq!(t.duplicates, 1);
-        assert_eq!(t.unexpected, ["X"]);
-        assert_eq!(t.early, ["B"]);
+        assert_eq!(t.foreign, ["X"]);
+        assert_eq!(t.early, [("B".to_owned(), 10)]);
         assert!(!t.complete_and_never_early());
         let l = Lateness::of([&got[0], &got[1], &got[3]]);
         assert_eq!(

@@ -134,52 +134,77 @@ pub fn timer_checkpoint(addr: &str) -> Option<TimerProgress> {
     })
 }
 
-/// What a drain holds against what was sent.
+/// How deliveries met the timers that were sent: the one tally of every timer test
+/// (pulled here, or printed by a Java consumer: `timer_deliveries`).
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Tally {
     /// Deliveries, duplicates included.
     pub delivered: usize,
     /// Distinct timers delivered.
     pub distinct: usize,
-    /// Deliveries beyond the first of a timer.
+    /// Deliveries beyond the first of a timer (at-least-once).
     pub duplicates: usize,
     /// Sent timers never delivered.
     pub missing: Vec<String>,
-    /// Deliveries before their due time: (id, ms early).
+    /// Deliveries before their due time (duplicates too): (id, ms early).
     pub early: Vec<(String, i64)>,
-    /// Deliveries of messages that were not sent.
+    /// Deliveries of messages that were not sent (another run's, or a broker bug).
     pub foreign: Vec<String>,
-    /// Lateness of each delivery (ms after due).
+    /// Lateness of each delivery of a sent timer (ms after due).
     pub lateness_ms: Vec<i64>,
 }
 
-/// Tallies `got` against `due` (id → due time).
+impl Tally {
+    /// Every sent timer delivered, none early, nothing foreign (duplicates not judged).
+    #[must_use]
+    pub fn complete_and_never_early(&self) -> bool {
+        self.missing.is_empty() && self.foreign.is_empty() && self.early.is_empty()
+    }
+
+    /// Matches deliveries — (id, due, delivered at) — against the ids sent.
+    #[must_use]
+    pub fn of<'a>(
+        sent: impl IntoIterator<Item = &'a str>,
+        got: impl IntoIterator<Item = (&'a str, i64, i64)>,
+    ) -> Tally {
+        let expected: std::collections::BTreeSet<&str> = sent.into_iter().collect();
+        let mut seen = std::collections::BTreeMap::<&str, usize>::new();
+        let mut t = Tally::default();
+        for (id, due, at) in got {
+            t.delivered += 1;
+            if !expected.contains(id) {
+                t.foreign.push(id.to_owned());
+                continue;
+            }
+            *seen.entry(id).or_default() += 1;
+            if at < due {
+                t.early.push((id.to_owned(), due - at));
+            }
+            t.lateness_ms.push(at - due);
+        }
+        t.distinct = seen.len();
+        t.duplicates = seen.values().map(|n| n - 1).sum();
+        t.missing = expected
+            .iter()
+            .filter(|k| !seen.contains_key(*k))
+            .map(|k| (*k).to_owned())
+            .collect();
+        t
+    }
+}
+
+/// Tallies drained deliveries against `due` (id → due time); a delivery whose due time
+/// is not the one sent counts as foreign.
 #[must_use]
 pub fn tally(got: &[Delivered], due: &std::collections::BTreeMap<String, i64>) -> Tally {
-    let mut seen = std::collections::BTreeMap::<&str, usize>::new();
-    let mut t = Tally {
-        delivered: got.len(),
-        ..Tally::default()
-    };
-    for d in got {
-        match due.get(&d.id) {
-            Some(&at) if at == d.due => {
-                *seen.entry(&d.id).or_default() += 1;
-                if d.stored_at < at {
-                    t.early.push((d.id.clone(), at - d.stored_at));
-                }
-                t.lateness_ms.push(d.stored_at - at);
-            }
-            _ => t.foreign.push(d.id.clone()),
-        }
-    }
-    t.distinct = seen.len();
-    t.duplicates = seen.values().map(|n| n - 1).sum();
-    t.missing = due
-        .keys()
-        .filter(|k| !seen.contains_key(k.as_str()))
-        .cloned()
-        .collect();
+    let (matching, foreign): (Vec<&Delivered>, Vec<&Delivered>) =
+        got.iter().partition(|d| due.get(&d.id) == Some(&d.due));
+    let mut t = Tally::of(
+        due.keys().map(String::as_str),
+        matching.iter().map(|d| (d.id.as_str(), d.due, d.stored_at)),
+    );
+    t.delivered += foreign.len();
+    t.foreign.extend(foreign.iter().map(|d| d.id.clone()));
     t
 }
 

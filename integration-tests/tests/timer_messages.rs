@@ -338,15 +338,15 @@ fn assert_all_delivered_never_early(t: &Target, sent: &[Sent], got: &[Delivery])
     let tally = tally(sent, got);
     let early: Vec<String> = got
         .iter()
-        .filter(|d| tally.early.contains(&d.msg_id))
+        .filter(|d| tally.early.iter().any(|(id, _)| id == &d.msg_id))
         .map(|d| format!("{} {} {} ms early", d.msg_id, d.body, -d.lateness_ms()))
         .collect();
     assert!(
         tally.complete_and_never_early(),
-        "{}: missing {:?}, unexpected {:?}, early {early:?}\nall deliveries: {got:#?}",
+        "{}: missing {:?}, foreign {:?}, early {early:?}\nall deliveries: {got:#?}",
         t.name,
         tally.missing,
-        tally.unexpected
+        tally.foreign
     );
     tally.duplicates
 }
