@@ -25,6 +25,8 @@
 //!   computes it); a rolled back one never. Apache 5.3.3 itself loses such messages (the half
 //!   message goes through the wheel with its real topic overwritten, see
 //!   [`transactional_apache`]): its test asserts that, so the difference stays in sight.
+//! - **recall**: with `recallMessageEnable=true`, timers recalled by their send's recall
+//!   handle (`DefaultMQProducer.recallMessage`) are never delivered, the others are.
 //! - **refused**: with `timerWheelEnable=false` both refuse every timer message with
 //!   SYSTEM_ERROR "accurate timer message is not enabled" and store nothing.
 //!
@@ -854,6 +856,78 @@ fn refused_without_wheel(t: &Target) {
 }
 
 // ------------------------------------------------------------------------------------ the tests
+
+/// Recall (RECALL_MESSAGE, Java client 5.3.2+, `recallMessageEnable=true`): every other timer
+/// is recalled right after its send by the handle the send answered; the recalled ones are
+/// never delivered, the others arrive on time.
+fn recall(t: &Target) {
+    let topic = t.topic("TimerRecall");
+    let consumer = start_consumer(t, &topic);
+    let ns = t.namesrv();
+    let out = t.java.run(
+        "sluice.it.Producer",
+        &[
+            "--namesrv",
+            &ns,
+            "--topic",
+            &topic,
+            "--count",
+            "6",
+            "--timer",
+            "deliver-in=5000",
+            "--timer-step",
+            "300",
+            "--recall-every",
+            "2",
+            "--body-prefix",
+            "recall",
+        ],
+        PRODUCE_TIMEOUT,
+    );
+    out.assert_ok();
+    let sent = Sent::all(out.stdout.lines());
+    let recalled: BTreeSet<String> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("RECALLED "))
+        .filter_map(|l| l.split(' ').next())
+        .map(str::to_owned)
+        .collect();
+    assert_eq!(recalled.len(), 3, "{}: recalls answered:\n{out}", t.name);
+    let kept: Vec<Sent> = sent
+        .iter()
+        .filter(|s| !recalled.contains(&s.msg_id))
+        .cloned()
+        .collect();
+    assert_eq!(kept.len(), 3, "{}: {sent:?}", t.name);
+    // The last recalled one is due before the last kept one: once the kept are in (and
+    // LINGER has passed), a recalled timer that was going to come has come.
+    let got = collect(t, consumer, &kept);
+    let delivered_recalled: Vec<&Delivery> = got
+        .iter()
+        .filter(|d| recalled.contains(&d.msg_id))
+        .collect();
+    assert!(
+        delivered_recalled.is_empty(),
+        "{}: recalled timers were delivered: {delivered_recalled:#?}",
+        t.name
+    );
+    let duplicates = assert_all_delivered_never_early(t, &kept, &got);
+    assert_eq!(duplicates, 0, "{}: duplicates: {got:#?}", t.name);
+    eprintln!("{} recall: {}", t.name, Lateness::of(&got));
+}
+
+#[test]
+fn recall_sluice() {
+    integration_tests::require_tools!(Java, Maven);
+    recall(&Target::sluice(&[("recallMessageEnable", "true")]));
+}
+
+#[test]
+fn recall_apache_5_3_3() {
+    integration_tests::require_tools!(Java, Maven);
+    recall(&Target::apache(&[("recallMessageEnable", "true")]));
+}
 
 #[test]
 fn on_time_sluice() {

@@ -22,7 +22,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *          [--batch N] [--tag TAG | --tags A,B,C] [--keys] [--keys-prefix K] [--body-prefix B]
  *          [--delay-level L] [--order-keys K] [--send-timeout-ms 3000] [--retries 2]
  *          [--keep-going] [--timeout-ms MS]
- *          [--timer delay-sec=S|delay-ms=MS|deliver-ms=EPOCH_MS|deliver-in=MS [--timer-step N]]
+ *          [--timer delay-sec=S|delay-ms=MS|deliver-ms=EPOCH_MS|deliver-in=MS [--timer-step N]
+ *           [--recall-every N]]
  * </pre>
  *
  * <p>Message i (from 0) has body {@code <body-prefix>-<i>}; tag {@code TAG}, or with {@code --tags}
@@ -34,7 +35,10 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * N} messages go in batches of N ({@code send(Collection)}; sync or async only, no delay level, no
  * order keys). With {@code --timer} every message is a 5.x timer message (see {@link Timer}: the
  * client setter, {@code --timer-step}, and the user properties {@code sluiceDue} / {@code
- * sluiceSent} it carries).
+ * sluiceSent} it carries). With {@code --recall-every N} (sync timers, a 5.3.2+ client) every
+ * N-th message (i mod N = 0) is recalled right after its send, through
+ * {@code DefaultMQProducer.recallMessage(topic, SendResult.getRecallHandle())}: {@code RECALLED
+ * <msgId> <returned id>}, or {@code ERR recall <i> <exception>} (a failure).
  *
  * <p>Prints, on stdout:
  *
@@ -56,7 +60,7 @@ public final class Producer {
     private static final String USAGE = "--namesrv HOST:PORT --topic TOPIC --count N [--group G]"
             + " [--mode sync|async|oneway] [--batch N] [--tag TAG | --tags A,B,C] [--keys] [--keys-prefix K]"
             + " [--body-prefix B] [--delay-level L] [--order-keys K] [--send-timeout-ms MS] [--retries N]"
-            + " [--keep-going] [--timeout-ms MS] [--timer KIND=VALUE [--timer-step N]]";
+            + " [--keep-going] [--timeout-ms MS] [--timer KIND=VALUE [--timer-step N] [--recall-every N]]";
 
     /** The property RocketMQ keeps the client's unique message id in (MessageConst, both versions). */
     private static final String UNIQ_KEY = "UNIQ_KEY";
@@ -73,7 +77,7 @@ public final class Producer {
             args = Args.parse(argv,
                     new String[] {"namesrv", "topic", "count", "group", "tag", "tags", "keys-prefix", "body-prefix",
                         "send-timeout-ms", "retries", "timeout-ms", "mode", "batch", "delay-level", "order-keys",
-                        "timer", "timer-step"},
+                        "timer", "timer-step", "recall-every"},
                     new String[] {"keep-going", "keys"});
             args.required("namesrv");
             args.required("topic");
@@ -110,6 +114,8 @@ public final class Producer {
     }
 
     private final AtomicInteger failed = new AtomicInteger();
+    /** With {@code --recall-every N}: recall the sync sends with i mod N = 0 (0: none). */
+    private int recallEvery;
 
     private int run(Args args, int count, long sendTimeoutMs) {
         String topic = args.required("topic");
@@ -123,6 +129,7 @@ public final class Producer {
         Timer timer = Timer.parse(args.get("timer", null), args.getLong("timer-step", 0));
         int orderKeys = args.getInt("order-keys", 0);
         boolean keepGoing = args.flag("keep-going");
+        recallEvery = args.getInt("recall-every", 0);
 
         DefaultMQProducer producer = new DefaultMQProducer(args.get("group", "sluice_it_producer"));
         producer.setNamesrvAddr(args.required("namesrv"));
@@ -217,6 +224,9 @@ public final class Producer {
                             : producer.send(msg, sendTimeoutMs);
                     printSent(r.getMsgId(), r.getOffsetMsgId(), r.getMessageQueue(), r.getQueueOffset(),
                             r.getSendStatus().toString(), i, msg, orderKey);
+                    if (recallEvery > 0 && i % recallEvery == 0) {
+                        return recall(producer, msg.getTopic(), r, i);
+                    }
                     return true;
                 }
                 case "oneway": {
@@ -299,6 +309,34 @@ public final class Producer {
             throw e;
         } catch (Exception e) {
             sendFailed(range, msgs.size(), e);
+            return false;
+        }
+    }
+
+    /**
+     * Recalls the timer message of {@code r} by its recall handle (5.3.2+ API, found by
+     * reflection: the 4.9 client has none). False (counted as failed) when it cannot.
+     */
+    private boolean recall(DefaultMQProducer producer, String topic, SendResult r, int i) {
+        try {
+            Object handle = r.getClass().getMethod("getRecallHandle").invoke(r);
+            if (handle == null) {
+                sendFailed("recall " + i, 1, new IllegalStateException("the send answered no recall handle"));
+                return false;
+            }
+            Object id = producer.getClass().getMethod("recallMessage", String.class, String.class)
+                    .invoke(producer, topic, handle);
+            synchronized (Harness.out) {
+                Harness.out.println("RECALLED " + r.getMsgId() + " " + id);
+            }
+            return true;
+        } catch (java.lang.reflect.InvocationTargetException e) {
+            failed.incrementAndGet();
+            Harness.out.println("ERR recall " + i + " " + Harness.describe(e.getCause()));
+            return false;
+        } catch (ReflectiveOperationException e) {
+            failed.incrementAndGet();
+            Harness.out.println("ERR recall " + i + " " + Harness.describe(e));
             return false;
         }
     }
