@@ -300,6 +300,48 @@ impl MappedFile {
         }
     }
 
+    /// Drops the pages of `[pos, pos + len)` that are synced to disk from this process's
+    /// mapping (`MADV_DONTNEED`), so they no longer count in its resident memory: a
+    /// later read faults them back in from the page cache or the disk, unchanged (the
+    /// mapping is shared and file-backed). The range is widened down to its first page
+    /// and cut to whole pages below the flushed position (every page released is fully
+    /// synced). Best effort.
+    pub fn release(&self, pos: usize, len: usize) {
+        let flushed = self.flushed_position();
+        let start = pos / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        let end = (pos.saturating_add(len)).min(flushed) / OS_PAGE_SIZE * OS_PAGE_SIZE;
+        if end <= start {
+            return;
+        }
+        // SAFETY: the mapping is MAP_SHARED over a regular file and [start, end) lies
+        // below the flushed position: MADV_DONTNEED only drops this process's page table
+        // entries there; the data stays in the page cache and on disk, and the next
+        // access reads the same bytes back. No memory is freed that a slice relies on.
+        let advised = unsafe {
+            self.0.mmap.unchecked_advise_range(
+                memmap2::UncheckedAdvice::DontNeed,
+                start,
+                end - start,
+            )
+        };
+        if let Err(e) = advised {
+            debug!(file = %self.path().display(), error = %e, "madvise(DONTNEED) failed");
+        }
+    }
+
+    /// Bytes of the mapping resident in this process (its `Rss` in `/proc/self/smaps`;
+    /// tests, diagnostics). `None` when it cannot be read.
+    #[must_use]
+    pub fn resident_bytes(&self) -> Option<u64> {
+        let start = format!("{:x}-", self.0.mmap.as_ptr() as usize);
+        let smaps = fs::read_to_string("/proc/self/smaps").ok()?;
+        let mut lines = smaps.lines().skip_while(|l| !l.starts_with(&start));
+        lines.next()?;
+        let rss = lines.find_map(|l| l.strip_prefix("Rss:"))?;
+        let kb: u64 = rss.trim().trim_end_matches("kB").trim().parse().ok()?;
+        Some(kb * 1024)
+    }
+
     /// Reserves disk space for `[pos, pos + len)` (`posix_fallocate`), so writes
     /// there cannot fault on a full disk. File systems without `fallocate` are
     /// accepted as they are.

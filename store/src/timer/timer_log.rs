@@ -32,6 +32,8 @@ const ZERO_AFTER_END: usize = 64 * 1024;
 pub struct TimerLog {
     files: MappedFileQueue,
     write: Mutex<Writer>,
+    /// Synced units below this were released from the mapping ([`TimerLog::flush`]).
+    released_to: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Debug, Default)]
@@ -56,6 +58,7 @@ impl TimerLog {
         Ok(TimerLog {
             files: MappedFileQueue::load(dir, file_size, None)?,
             write: Mutex::new(Writer::default()),
+            released_to: std::sync::atomic::AtomicU64::new(0),
         })
     }
 
@@ -199,12 +202,29 @@ impl TimerLog {
         self.files.min_offset()
     }
 
-    /// Syncs what was appended; returns the flushed end.
+    /// Syncs what was appended, then releases the synced pages from the mapping: units
+    /// are read back only when their slot comes, so a million pending timers do not
+    /// stay resident in the broker (they stay in the page cache). Returns the flushed
+    /// end.
     ///
     /// # Errors
     /// The sync failed.
     pub fn flush(&self) -> Result<u64> {
-        self.files.flush(0)
+        let flushed = self.files.flush(0)?;
+        let from = self
+            .released_to
+            .swap(flushed, std::sync::atomic::Ordering::AcqRel)
+            .min(flushed);
+        for file in self.files.files() {
+            let (lo, hi) = (file.from(), file.from() + file.size() as u64);
+            if hi <= from || lo >= flushed {
+                continue;
+            }
+            let start = usize::try_from(from.saturating_sub(lo)).unwrap_or(0);
+            let end = usize::try_from(flushed.min(hi) - lo).unwrap_or(0);
+            file.release(start, end - start);
+        }
+        Ok(flushed)
     }
 
     /// Deletes the oldest files whose last unit points below `commit_log_min` (their
@@ -332,6 +352,35 @@ mod tests {
         assert_eq!(log.recover(0, |_, _| n += 1).unwrap(), 104);
         assert_eq!(n, 2);
         assert_eq!(log.append(&unit(9)).unwrap(), 104);
+    }
+
+    /// Synced units leave the broker's resident memory and read back unchanged.
+    #[test]
+    fn flushed_units_are_released_and_read_back_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = TimerLog::load(dir.path(), 1 << 20).unwrap();
+        log.recover(0, |_, _| {}).unwrap();
+        for i in 0..10_000 {
+            log.append(&unit(i)).unwrap();
+        }
+        let resident = |log: &TimerLog| log.files.files()[0].resident_bytes().unwrap() / 4096;
+        let before = resident(&log);
+        let end = log.flush().unwrap();
+        assert_eq!(end, 10_000 * 52);
+        let after = resident(&log);
+        assert!(
+            before >= 120 && after <= 2,
+            "resident pages {before} -> {after}"
+        );
+        for i in [0, 4_999, 9_999] {
+            assert_eq!(
+                log.unit_at(i * 52).unwrap().commit_log_offset,
+                i64::try_from(i).unwrap() * 100
+            );
+        }
+        // New units after a release append and flush as before.
+        assert_eq!(log.append(&unit(10_000)).unwrap(), end);
+        assert_eq!(log.flush().unwrap(), end + 52);
     }
 
     #[test]
