@@ -25,6 +25,7 @@ pub mod cluster;
 pub mod machine;
 pub mod report;
 pub mod scenario;
+pub mod timer;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -246,9 +246,15 @@ impl Proc {
 
     /// SIGTERM to the group, SIGKILL after [`STOP_GRACE`]; returns how the leader exited.
     pub fn stop(&mut self) -> Option<ExitStatus> {
+        self.stop_within(STOP_GRACE)
+    }
+
+    /// SIGTERM to the group, SIGKILL after `grace` (a clean shutdown that must not be cut
+    /// short); returns how the leader exited.
+    pub fn stop_within(&mut self, grace: Duration) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         signal_group(self.pid, "TERM");
-        let deadline = Instant::now() + STOP_GRACE;
+        let deadline = Instant::now() + grace;
         let mut status = None;
         while Instant::now() < deadline {
             if let Ok(Some(s)) = child.try_wait() {
@@ -262,6 +268,17 @@ impl Proc {
         if status.is_none() {
             status = child.wait().ok();
         }
+        groups().remove(&self.pid);
+        status
+    }
+}
+
+impl Proc {
+    /// SIGKILL to the group at once (a crash); returns how the leader exited.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        signal_group(self.pid, "KILL");
+        let status = child.wait().ok();
         groups().remove(&self.pid);
         status
     }
@@ -323,6 +340,43 @@ pub fn rss_anon(pid: u32) -> Option<u64> {
 #[must_use]
 pub fn vm_rss(pid: u32) -> Option<u64> {
     status_kib(pid, "VmRSS:").map(|k| k * 1024)
+}
+
+/// `RssFile` of `pid` in bytes: resident pages of mapped files (the store's page cache
+/// as this process maps it).
+#[must_use]
+pub fn rss_file(pid: u32) -> Option<u64> {
+    status_kib(pid, "RssFile:").map(|k| k * 1024)
+}
+
+/// Resident bytes of each file `pid` maps (`/proc/PID/smaps`, `Rss:` summed per path);
+/// anonymous mappings are left out.
+#[must_use]
+pub fn mapped_file_rss(pid: u32) -> Vec<(PathBuf, u64)> {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return Vec::new();
+    };
+    let mut out: std::collections::BTreeMap<PathBuf, u64> = std::collections::BTreeMap::new();
+    let mut current: Option<PathBuf> = None;
+    for line in text.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            // A mapping's header: range perms offset dev inode [path].
+            current = line
+                .split_whitespace()
+                .nth(5)
+                .filter(|p| p.starts_with('/'))
+                .map(PathBuf::from);
+        } else if let (Some(path), Some(kib)) = (&current, line.strip_prefix("Rss:")) {
+            let kib: u64 = kib
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            *out.entry(path.clone()).or_default() += kib * 1024;
+        }
+    }
+    out.into_iter().collect()
 }
 
 fn status_kib(pid: u32, key: &str) -> Option<u64> {
@@ -401,6 +455,9 @@ mod tests {
         assert!(cpu_seconds(me).is_some());
         assert!(rss_anon(me).unwrap() > 0);
         assert!(vm_rss(me).unwrap() >= rss_anon(me).unwrap());
+        assert!(rss_file(me).is_some());
+        // The test binary itself is a mapped file.
+        assert!(mapped_file_rss(me).iter().any(|(_, b)| *b > 0));
         let sampler = RssSampler::start(vec![me]);
         thread::sleep(Duration::from_millis(300));
         assert!(sampler.finish()[0] > 0);

@@ -158,6 +158,107 @@ fn workload_rows(scenario: &Scenario) -> Vec<Row> {
             row("cpu_master_s_per_m", "broker CPU s / million msgs"),
             row("cpu_master_pct", "broker CPU % (of one core)"),
         ],
+        Workload::TimerLateness => vec![
+            row("timer_sent", "timers sent"),
+            row("timer_send_tps", "timer sends / s"),
+            row("timer_sent_after_due", "sent after their due time"),
+            row("timer_received", "timers received"),
+            row("timer_missing", "missing (sent, never received)"),
+            row("timer_duplicates", "received twice"),
+            row("timer_early", "received before their due time"),
+            row(
+                "timer_broker_early",
+                "stored (delivered) before their due time",
+            ),
+            row(
+                "timer_late_p50_ms",
+                "lateness p50 ms (consumer receipt − due)",
+            ),
+            row("timer_late_p90_ms", "lateness p90 ms"),
+            row("timer_late_p99_ms", "lateness p99 ms"),
+            row("timer_late_p999_ms", "lateness p99.9 ms"),
+            row("timer_late_max_ms", "lateness max ms"),
+            row(
+                "timer_broker_p50_ms",
+                "broker's part p50 ms (store timestamp − due, whole ms)",
+            ),
+            row("timer_broker_p99_ms", "broker's part p99 ms"),
+            row("timer_broker_max_ms", "broker's part max ms"),
+            row(
+                "cpu_master_s_per_m",
+                "broker CPU s / million timers (send to last receipt)",
+            ),
+            row("rss_peak_master_mib", "broker RssAnon peak MiB"),
+        ],
+        Workload::TimerPending => vec![
+            row("pending_sent", "timers sent (parked, enqueue stopped)"),
+            row("pending_send_tps", "timer sends / s"),
+            row(
+                "send_cpu_master_s_per_m",
+                "send: broker CPU s / million timers",
+            ),
+            row(
+                "enqueue_rate",
+                "enqueue into the wheel, timers / s (clean restart, enqueue on)",
+            ),
+            row(
+                "enqueue_caught_up_secs",
+                "restart → all timers in the wheel, s",
+            ),
+            row("enqueue_answer_secs", "restart → first answered request, s"),
+            row("mem_idle_anon_mib", "broker RssAnon idle (empty store) MiB"),
+            row(
+                "mem_enqueued_anon_mib",
+                "broker RssAnon with all timers in the wheel MiB",
+            ),
+            row(
+                "enqueue_rss_peak_mib",
+                "broker RssAnon peak while enqueuing MiB",
+            ),
+            row("mem_growth_anon_mib", "RssAnon growth MiB"),
+            row("mem_idle_vmrss_mib", "broker VmRSS idle MiB"),
+            row(
+                "mem_enqueued_vmrss_mib",
+                "broker VmRSS with all timers in the wheel MiB",
+            ),
+            row("mem_growth_vmrss_mib", "VmRSS growth MiB"),
+            row(
+                "mem_enqueued_commitlog_mib",
+                "… of it resident commit log MiB",
+            ),
+            row(
+                "mem_enqueued_timerfiles_mib",
+                "… resident timerlog + timerwheel MiB",
+            ),
+            row(
+                "mem_enqueued_timerqueue_mib",
+                "… resident rmq_sys_wheel_timer consume queue MiB",
+            ),
+            row(
+                "pending_lead_at_kill_secs",
+                "first due time, s after the kill -9",
+            ),
+            row(
+                "recovery_answer_secs",
+                "kill -9 → restarted broker answers, s",
+            ),
+            row("recovery_boot_secs", "kill -9 → `boot success` logged, s"),
+            row(
+                "recovery_caught_up_secs",
+                "kill -9 → all timers in the wheel again, s",
+            ),
+            row("pending_received", "timers received when due"),
+            row("pending_missing", "missing"),
+            row("pending_duplicates", "received twice"),
+            row("pending_early", "received before their due time"),
+            row(
+                "pending_broker_early",
+                "stored (delivered) before their due time",
+            ),
+            row("pending_late_p50_ms", "lateness p50 ms"),
+            row("pending_late_p99_ms", "lateness p99 ms"),
+            row("pending_late_max_ms", "lateness max ms"),
+        ],
         Workload::Topics { .. } => vec![
             row("create_per_s", "topics created / s"),
             row("create_secs", "creation seconds"),
