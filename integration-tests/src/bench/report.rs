@@ -1,6 +1,8 @@
 //! Results: the JSON written after every run, medians with min–max, the goals of issue 7,
 //! BENCHMARKS.md and its SVG charts.
 
+pub mod timer;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -158,107 +160,7 @@ fn workload_rows(scenario: &Scenario) -> Vec<Row> {
             row("cpu_master_s_per_m", "broker CPU s / million msgs"),
             row("cpu_master_pct", "broker CPU % (of one core)"),
         ],
-        Workload::TimerLateness => vec![
-            row("timer_sent", "timers sent"),
-            row("timer_send_tps", "timer sends / s"),
-            row("timer_sent_after_due", "sent after their due time"),
-            row("timer_received", "timers received"),
-            row("timer_missing", "missing (sent, never received)"),
-            row("timer_duplicates", "received twice"),
-            row("timer_early", "received before their due time"),
-            row(
-                "timer_broker_early",
-                "stored (delivered) before their due time",
-            ),
-            row(
-                "timer_late_p50_ms",
-                "lateness p50 ms (consumer receipt − due)",
-            ),
-            row("timer_late_p90_ms", "lateness p90 ms"),
-            row("timer_late_p99_ms", "lateness p99 ms"),
-            row("timer_late_p999_ms", "lateness p99.9 ms"),
-            row("timer_late_max_ms", "lateness max ms"),
-            row(
-                "timer_broker_p50_ms",
-                "broker's part p50 ms (store timestamp − due, whole ms)",
-            ),
-            row("timer_broker_p99_ms", "broker's part p99 ms"),
-            row("timer_broker_max_ms", "broker's part max ms"),
-            row(
-                "cpu_master_s_per_m",
-                "broker CPU s / million timers (send to last receipt)",
-            ),
-            row("rss_peak_master_mib", "broker RssAnon peak MiB"),
-        ],
-        Workload::TimerPending => vec![
-            row("pending_sent", "timers sent (parked, enqueue stopped)"),
-            row("pending_send_tps", "timer sends / s"),
-            row(
-                "send_cpu_master_s_per_m",
-                "send: broker CPU s / million timers",
-            ),
-            row(
-                "enqueue_rate",
-                "enqueue into the wheel, timers / s (clean restart, enqueue on)",
-            ),
-            row(
-                "enqueue_caught_up_secs",
-                "restart → all timers in the wheel, s",
-            ),
-            row("enqueue_answer_secs", "restart → first answered request, s"),
-            row("mem_idle_anon_mib", "broker RssAnon idle (empty store) MiB"),
-            row(
-                "mem_enqueued_anon_mib",
-                "broker RssAnon with all timers in the wheel MiB",
-            ),
-            row(
-                "enqueue_rss_peak_mib",
-                "broker RssAnon peak while enqueuing MiB",
-            ),
-            row("mem_growth_anon_mib", "RssAnon growth MiB"),
-            row("mem_idle_vmrss_mib", "broker VmRSS idle MiB"),
-            row(
-                "mem_enqueued_vmrss_mib",
-                "broker VmRSS with all timers in the wheel MiB",
-            ),
-            row("mem_growth_vmrss_mib", "VmRSS growth MiB"),
-            row(
-                "mem_enqueued_commitlog_mib",
-                "… of it resident commit log MiB",
-            ),
-            row(
-                "mem_enqueued_timerfiles_mib",
-                "… resident timerlog + timerwheel MiB",
-            ),
-            row(
-                "mem_enqueued_timerqueue_mib",
-                "… resident rmq_sys_wheel_timer consume queue MiB",
-            ),
-            row(
-                "pending_lead_at_kill_secs",
-                "first due time, s after the kill -9",
-            ),
-            row(
-                "recovery_answer_secs",
-                "kill -9 → restarted broker answers, s",
-            ),
-            row("recovery_boot_secs", "kill -9 → `boot success` logged, s"),
-            row(
-                "recovery_caught_up_secs",
-                "kill -9 → all timers in the wheel again, s",
-            ),
-            row("pending_received", "timers received when due"),
-            row("pending_missing", "missing"),
-            row("pending_duplicates", "received twice"),
-            row("pending_early", "received before their due time"),
-            row(
-                "pending_broker_early",
-                "stored (delivered) before their due time",
-            ),
-            row("pending_late_p50_ms", "lateness p50 ms"),
-            row("pending_late_p99_ms", "lateness p99 ms"),
-            row("pending_late_max_ms", "lateness max ms"),
-        ],
+        Workload::TimerLateness | Workload::TimerPending => timer::rows(&scenario.workload),
         Workload::Topics { .. } => vec![
             row("create_per_s", "topics created / s"),
             row("create_secs", "creation seconds"),
@@ -672,7 +574,13 @@ pub fn write_charts(r: &Results, dir: &Path) -> Result<Vec<String>, String> {
 /// BENCHMARKS.md. `chart_dir` is where the charts are, relative to the file; `notes` is
 /// appended as the closing note.
 #[must_use]
-pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&str>) -> String {
+pub fn markdown(
+    r: &Results,
+    chart_dir: &str,
+    charts: &[String],
+    notes: Option<&str>,
+    timer_notes: Option<&str>,
+) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -766,109 +674,13 @@ pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&
         }
     }
 
-    // Scenario tables.
+    // Scenario tables (the timer scenarios have their own section above).
     md.push_str("## Scenarios\n\n");
-    for sc in all() {
-        if !r.runs.iter().any(|run| run.scenario == sc.name) {
-            continue;
-        }
-        let _ = writeln!(md, "### `{}` — {}\n", sc.name, sc.title);
-        let params: BTreeMap<String, String> = r
-            .runs
-            .iter()
-            .filter(|run| run.scenario == sc.name)
-            .flat_map(|run| run.params.clone())
-            .collect();
-        let _ = writeln!(
-            md,
-            "`brokerRole={}`, `flushDiskType={}`{}{}\n",
-            sc.role,
-            sc.flush,
-            if sc.slave { ", with a slave" } else { "" },
-            params
-                .iter()
-                .map(|(k, v)| format!(", {k}: `{v}`"))
-                .collect::<String>()
-        );
-        let _ = write!(md, "| |");
-        for sys in &r.systems {
-            let _ = write!(md, " {} |", system_title(sys));
-        }
-        if r.systems.len() == 2 {
-            md.push_str(" ratio |");
-        }
-        md.push_str("\n|---|");
-        for _ in &r.systems {
-            md.push_str("---|");
-        }
-        if r.systems.len() == 2 {
-            md.push_str("---|");
-        }
-        md.push('\n');
-        for row in rows_for(&sc) {
-            let stats: Vec<Option<Stat>> = r
-                .systems
-                .iter()
-                .map(|sys| r.stat(sc.name, sys, row.metric))
-                .collect();
-            if stats.iter().all(Option::is_none) {
-                continue;
-            }
-            let _ = write!(md, "| {} |", row.label);
-            for s in &stats {
-                let _ = write!(md, " {} |", fmt_stat(*s));
-            }
-            if stats.len() == 2 {
-                let _ = write!(md, " {} |", ratio(stats[0], stats[1]));
-            }
-            md.push('\n');
-        }
-        // Failures and error kinds.
-        for sys in &r.systems {
-            let runs: Vec<&RunResult> = r
-                .runs
-                .iter()
-                .filter(|run| run.scenario == sc.name && &run.system == sys)
-                .collect();
-            let failed: Vec<&&RunResult> = runs.iter().filter(|run| !run.ok).collect();
-            let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-            for run in &runs {
-                for (k, n) in &run.errors_by_kind {
-                    *kinds.entry(k.as_str()).or_default() += n;
-                }
-            }
-            if !failed.is_empty() {
-                let first = failed[0]
-                    .error
-                    .as_deref()
-                    .unwrap_or("")
-                    .lines()
-                    .next()
-                    .unwrap_or("");
-                let _ = writeln!(
-                    md,
-                    "\n{}: {} of {} run(s) failed (first: `{}`); the figures are of the others.",
-                    system_title(sys),
-                    failed.len(),
-                    runs.len(),
-                    first.replace('`', "'")
-                );
-            }
-            if !kinds.is_empty() {
-                let _ = writeln!(
-                    md,
-                    "\n{} errors over all repeats: {}.",
-                    system_title(sys),
-                    kinds
-                        .iter()
-                        .map(|(k, n)| format!("`{k}` × {n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
-        md.push('\n');
+    for sc in all().iter().filter(|sc| !timer::is_timer(sc)) {
+        scenario_section(&mut md, r, sc);
     }
+
+    timer::section(&mut md, r, timer_notes);
 
     // Criterion.
     md.push_str("## Micro-benchmarks (criterion)\n\n");
@@ -891,6 +703,124 @@ pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&
         md.push('\n');
     }
     md
+}
+
+/// The heading, settings line, table and failures of one scenario (nothing when it has no
+/// run).
+fn scenario_section(md: &mut String, r: &Results, sc: &Scenario) {
+    if !r.runs.iter().any(|run| run.scenario == sc.name) {
+        return;
+    }
+    let _ = writeln!(md, "### `{}` — {}\n", sc.name, sc.title);
+    let params: BTreeMap<String, String> = r
+        .runs
+        .iter()
+        .filter(|run| run.scenario == sc.name)
+        .flat_map(|run| run.params.clone())
+        .collect();
+    let _ = writeln!(
+        md,
+        "`brokerRole={}`, `flushDiskType={}`{}{}\n",
+        sc.role,
+        sc.flush,
+        if sc.slave { ", with a slave" } else { "" },
+        params
+            .iter()
+            .map(|(k, v)| format!(", {k}: `{v}`"))
+            .collect::<String>()
+    );
+    let measured: std::collections::BTreeSet<&str> = r
+        .runs
+        .iter()
+        .filter(|run| run.scenario == sc.name)
+        .filter_map(|run| run.measured.as_deref())
+        .filter(|m| !m.starts_with(r.started.as_str()))
+        .collect();
+    if !measured.is_empty() {
+        let _ = writeln!(
+            md,
+            "Measured in a later run than the rest of this page: {}.\n",
+            measured.into_iter().collect::<Vec<_>>().join("; ")
+        );
+    }
+    let _ = write!(md, "| |");
+    for sys in &r.systems {
+        let _ = write!(md, " {} |", system_title(sys));
+    }
+    if r.systems.len() == 2 {
+        md.push_str(" ratio |");
+    }
+    md.push_str("\n|---|");
+    for _ in &r.systems {
+        md.push_str("---|");
+    }
+    if r.systems.len() == 2 {
+        md.push_str("---|");
+    }
+    md.push('\n');
+    for row in rows_for(sc) {
+        let stats: Vec<Option<Stat>> = r
+            .systems
+            .iter()
+            .map(|sys| r.stat(sc.name, sys, row.metric))
+            .collect();
+        if stats.iter().all(Option::is_none) {
+            continue;
+        }
+        let _ = write!(md, "| {} |", row.label);
+        for s in &stats {
+            let _ = write!(md, " {} |", fmt_stat(*s));
+        }
+        if stats.len() == 2 {
+            let _ = write!(md, " {} |", ratio(stats[0], stats[1]));
+        }
+        md.push('\n');
+    }
+    // Failures and error kinds.
+    for sys in &r.systems {
+        let runs: Vec<&RunResult> = r
+            .runs
+            .iter()
+            .filter(|run| run.scenario == sc.name && &run.system == sys)
+            .collect();
+        let failed: Vec<&&RunResult> = runs.iter().filter(|run| !run.ok).collect();
+        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+        for run in &runs {
+            for (k, n) in &run.errors_by_kind {
+                *kinds.entry(k.as_str()).or_default() += n;
+            }
+        }
+        if !failed.is_empty() {
+            let first = failed[0]
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("");
+            let _ = writeln!(
+                md,
+                "\n{}: {} of {} run(s) failed (first: `{}`); the figures are of the others.",
+                system_title(sys),
+                failed.len(),
+                runs.len(),
+                first.replace('`', "'")
+            );
+        }
+        if !kinds.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n{} errors over all repeats: {}.",
+                system_title(sys),
+                kinds
+                    .iter()
+                    .map(|(k, n)| format!("`{k}` × {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    md.push('\n');
 }
 
 #[cfg(test)]

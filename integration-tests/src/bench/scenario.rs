@@ -328,6 +328,10 @@ pub struct RunResult {
     pub params: BTreeMap<String, String>,
     /// Wall time of the whole run, start to stop.
     pub wall_secs: f64,
+    /// When and with which build it ran (`<UTC start of the driver run>, <build>`), so a
+    /// report merging runs of several driver runs can say where each came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<String>,
 }
 
 /// Runs one scenario once on one system; never panics on a failed run (the result says why).
@@ -352,6 +356,7 @@ pub fn run(
         errors_by_kind: BTreeMap::new(),
         params: BTreeMap::new(),
         wall_secs: 0.0,
+        measured: None,
     };
     let log_dir = out
         .join("logs")
