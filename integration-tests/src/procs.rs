@@ -388,6 +388,91 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
         .and_then(|v| v.parse().ok())
 }
 
+/// Busy CPU seconds of the whole machine so far (`/proc/stat`: user, nice, system, irq,
+/// softirq, steal).
+fn machine_busy_seconds() -> Option<f64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let busy = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|i| v.get(*i))
+        .sum::<f64>();
+    Some(busy / clock_ticks())
+}
+
+/// Samples, once a second, the CPU the whole machine spends minus what `pids` spend: the
+/// other work sharing the cores while something is measured.
+#[derive(Debug)]
+pub struct OtherCpuSampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<Vec<f64>>>,
+}
+
+impl OtherCpuSampler {
+    /// Starts sampling; `pids` are the measured processes (a gone one counts as its last
+    /// reading).
+    #[must_use]
+    pub fn start(pids: Vec<u32>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            thread::Builder::new()
+                .name("bench-other-cpu".to_owned())
+                .spawn(move || {
+                    let mut last_own: Vec<f64> = pids
+                        .iter()
+                        .map(|p| cpu_seconds(*p).unwrap_or(0.0))
+                        .collect();
+                    let mut last_all = machine_busy_seconds().unwrap_or(0.0);
+                    let mut last_at = Instant::now();
+                    let mut out = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        thread::sleep(Duration::from_millis(100));
+                        if last_at.elapsed() < Duration::from_secs(1) {
+                            continue;
+                        }
+                        let secs = last_at.elapsed().as_secs_f64();
+                        last_at = Instant::now();
+                        let all = machine_busy_seconds().unwrap_or(last_all);
+                        let mut own = 0.0;
+                        for (pid, last) in pids.iter().zip(last_own.iter_mut()) {
+                            let now = cpu_seconds(*pid).unwrap_or(*last);
+                            own += now - *last;
+                            *last = now;
+                        }
+                        out.push(((all - last_all - own) / secs * 100.0).max(0.0));
+                        last_all = all;
+                    }
+                    out
+                })
+                .ok()
+        };
+        OtherCpuSampler { stop, thread }
+    }
+
+    /// Stops; the other work's CPU, % of one core, one value a second.
+    #[must_use]
+    pub fn finish(mut self) -> Vec<f64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for OtherCpuSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
 /// Samples the `RssAnon` of some processes every 200 ms until dropped; keeps each one's peak.
 #[derive(Debug)]
 pub struct RssSampler {
@@ -461,6 +546,12 @@ mod tests {
         let sampler = RssSampler::start(vec![me]);
         thread::sleep(Duration::from_millis(300));
         assert!(sampler.finish()[0] > 0);
+        assert!(machine_busy_seconds().is_some_and(|s| s > 0.0));
+        let other = OtherCpuSampler::start(vec![me]);
+        thread::sleep(Duration::from_millis(1150));
+        let seconds = other.finish();
+        assert_eq!(seconds.len(), 1, "{seconds:?}");
+        assert!(seconds[0] >= 0.0);
     }
 
     #[test]

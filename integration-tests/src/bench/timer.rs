@@ -20,7 +20,7 @@ use super::cluster::{Cluster, Stop};
 use super::scenario::{
     Bench, QUEUES, RunResult, Sample, add_errors, create_topics, mib, num, secs, strings,
 };
-use crate::procs::{RssSampler, mapped_file_rss, rss_anon, rss_file, vm_rss};
+use crate::procs::{OtherCpuSampler, RssSampler, mapped_file_rss, rss_anon, rss_file, vm_rss};
 
 /// The topic timers are delivered to.
 const TOPIC: &str = "TimerBench";
@@ -132,8 +132,19 @@ pub(super) fn lateness(
     ]));
     let sample = Sample::start(cluster);
     let (proc, json) = bench.spawn("timer", &args)?;
+    let mut measured = cluster.pids();
+    measured.push(proc.pid());
+    let other = OtherCpuSampler::start(measured);
     let timeout = plan.timer_lead_secs + plan.timer_window_secs + LATENESS_GRACE.as_secs() + 180;
     let summary = Bench::finish(proc, &json, Duration::from_secs(timeout))?;
+    let other = other.finish();
+    if !other.is_empty() {
+        #[allow(clippy::cast_precision_loss, reason = "a count of seconds")]
+        let mean = other.iter().sum::<f64>() / other.len() as f64;
+        let max = other.iter().copied().fold(0.0, f64::max);
+        result.metrics.insert("other_cpu_mean_pct".to_owned(), mean);
+        result.metrics.insert("other_cpu_max_pct".to_owned(), max);
+    }
     #[allow(clippy::cast_precision_loss, reason = "a message count")]
     sample.finish(cluster, n as f64, "", result);
     record_send(result, "timer_", &summary);
