@@ -306,11 +306,14 @@ pub(super) fn section(md: &mut String, r: &Results, notes: Option<&str>) {
          in the wheel. Then kill -9 and a restart on the same store: the time to the first answered \
          request and to `boot success` in its log; last, every timer is received when due.\n\
          - The machine has **2 vCPUs shared with other work** (builds and tests of other sessions), so \
-         tails move with the load average of the last row; the load generator runs on the same cores.\n\n",
+         tails move with that work: the rows *other work on the machine meanwhile* (the machine's busy \
+         time less the cluster's and `mqbench`'s, once a second) and the load average say how much \
+         there was. The load generator runs on the same cores.\n\n",
     );
     md.push_str(
         "```sh\n\
-         cargo run --release -p integration-tests --bin bench -- --scenario timer-lateness,timer-1m --merge docs/bench/results.json\n\
+         cargo run --release -p integration-tests --bin bench -- --scenario timer-lateness --repeat 5 --merge docs/bench/results.json\n\
+         cargo run --release -p integration-tests --bin bench -- --scenario timer-1m --merge docs/bench/results.json   # once: ~17 min\n\
          # by hand, against a running name server + broker (topic TimerBench with 8 queues):\n\
          mqbench timer -n 127.0.0.1:9876 -t TimerBench --messages 100000 --window 60s --lead 15s --threads 8 --inflight 16 --size 64\n\
          mqbench timer -n 127.0.0.1:9876 -t TimerBench --send-only --messages 1000000 --window 120s --lead 360s --size 64   # broker: timerStopEnqueue=true\n\
