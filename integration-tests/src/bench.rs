@@ -8,23 +8,28 @@
 //! cargo run --release -p integration-tests --bin bench -- --quick         # minutes; target/bench/<run>/
 //! cargo run --release -p integration-tests --bin bench -- --scenario async-1k --repeat 5
 //! cargo run --release -p integration-tests --bin bench -- --render target/bench/<run>/results.json
+//! cargo run --release -p integration-tests --bin bench -- --scenario timer-lateness,timer-1m \
+//!     --merge docs/bench/results.json                                 # new scenarios, old tables kept
 //! ```
 //!
 //! Layout:
 //! - `cluster`: name server + master (+ slave) of either system on reserved loopback ports.
 //! - `scenario`: the scenarios and one run of one.
 //! - `machine`: the disk's write ceiling, criterion results.
+//! - `timer`: the timer-message scenarios (issue 14).
 //!
 //! Shared with the reliability driver: [`crate::procs`] (child processes killed on drop, panic
 //! and Ctrl-C; CPU and `RssAnon` from `/proc`), [`crate::machine`] (the machine description),
 //! [`crate::driver`] (building and copying the binaries, the build description) and
 //! [`crate::stats`] (medians and number formatting).
-//! - `report`: medians, goals, BENCHMARKS.md, SVG charts.
+//! - `report`: medians, goals, BENCHMARKS.md (its timer section in `report::timer`), SVG
+//!   charts.
 
 pub mod cluster;
 pub mod machine;
 pub mod report;
 pub mod scenario;
+pub mod timer;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -76,6 +81,14 @@ pub struct Cli {
     /// Closing note appended to BENCHMARKS.md (default docs/bench/notes.md when present).
     #[arg(long)]
     pub notes: Option<PathBuf>,
+    /// Note closing the timer section (default docs/bench/timer-notes.md when present).
+    #[arg(long)]
+    pub timer_notes: Option<PathBuf>,
+    /// Add this run's results to those of a results.json (its runs of the scenarios run
+    /// now are replaced) and write the report from both: new scenarios without rerunning
+    /// the others. Each merged run says when and with which build it ran.
+    #[arg(long)]
+    pub merge: Option<PathBuf>,
     /// Parent directory of the temp store dirs (default the system temp dir).
     #[arg(long)]
     pub store_root: Option<PathBuf>,
@@ -114,12 +127,20 @@ fn chart_and_report(
     report_path: &Path,
     chart_dir: &Path,
     notes: Option<&Path>,
+    timer_notes: Option<&Path>,
 ) -> Result<(), String> {
     let charts = report::write_charts(results, chart_dir)?;
     let report_parent = report_path.parent().unwrap_or(Path::new("."));
     let rel = pathdiff(chart_dir, report_parent);
     let notes_text = notes.and_then(|p| fs::read_to_string(p).ok());
-    let md = report::markdown(results, &rel, &charts, notes_text.as_deref());
+    let timer_text = timer_notes.and_then(|p| fs::read_to_string(p).ok());
+    let md = report::markdown(
+        results,
+        &rel,
+        &charts,
+        notes_text.as_deref(),
+        timer_text.as_deref(),
+    );
     fs::write(report_path, md).map_err(|e| format!("{}: {e}", report_path.display()))?;
     eprintln!(
         "bench: wrote {} and {} chart(s) in {}",
@@ -158,6 +179,11 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .notes
         .clone()
         .or_else(|| default_notes.is_file().then_some(default_notes));
+    let default_timer_notes = root.join("docs").join("bench").join("timer-notes.md");
+    let timer_notes = cli
+        .timer_notes
+        .clone()
+        .or_else(|| default_timer_notes.is_file().then_some(default_timer_notes));
     if let Some(path) = &cli.render {
         let results = Results::load(path)?;
         let report_path = cli
@@ -168,7 +194,13 @@ fn drive(cli: &Cli) -> Result<i32, String> {
             .charts
             .clone()
             .unwrap_or_else(|| root.join("docs").join("bench"));
-        chart_and_report(&results, &report_path, &charts, notes.as_deref())?;
+        chart_and_report(
+            &results,
+            &report_path,
+            &charts,
+            notes.as_deref(),
+            timer_notes.as_deref(),
+        )?;
         return Ok(0);
     }
     procs::install_signal_handler();
@@ -254,7 +286,8 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         Some(note) => note.clone(),
         None => driver::build_description(&profile),
     };
-    settings.insert("sluice build".to_owned(), build);
+    settings.insert("sluice build".to_owned(), build.clone());
+    let measured = format!("{started_at}, sluice {build}");
     if programs.apache.is_some() {
         settings.insert(
             "RocketMQ".to_owned(),
@@ -307,7 +340,8 @@ fn drive(cli: &Cli) -> Result<i32, String> {
                     clock.elapsed().as_secs_f64(),
                     sc.name,
                 );
-                let r = scenario::run(sc, system, rep, &plan, &programs, &out, &store_root);
+                let mut r = scenario::run(sc, system, rep, &plan, &programs, &out, &store_root);
+                r.measured = Some(measured.clone());
                 let line = if r.ok {
                     format!("ok in {:.0}s: {}", r.wall_secs, headline(&r.metrics))
                 } else {
@@ -356,12 +390,25 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         });
         (report, charts)
     };
+    let failed = results.runs.iter().filter(|r| !r.ok).count();
+    if let Some(path) = &cli.merge {
+        results = merged(Results::load(path)?, results);
+    }
     // Keep a copy of the results next to the charts, so BENCHMARKS.md can be regenerated.
     fs::create_dir_all(&chart_dir).map_err(|e| format!("{}: {e}", chart_dir.display()))?;
     results.save(&chart_dir.join("results.json"))?;
-    chart_and_report(&results, &report_path, &chart_dir, notes.as_deref())?;
+    chart_and_report(
+        &results,
+        &report_path,
+        &chart_dir,
+        notes.as_deref(),
+        timer_notes.as_deref(),
+    )?;
     println!("results: {}", results_path.display());
-    for g in report::goals(&results) {
+    for g in report::goals(&results)
+        .into_iter()
+        .chain(report::timer::goals(&results))
+    {
         println!(
             "{:<10} {} — {}",
             match g.met {
@@ -376,12 +423,25 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     for (id, time) in machine::criterion_table(&results.criterion) {
         println!("criterion  {id}: {time}");
     }
-    let failed = results.runs.iter().filter(|r| !r.ok).count();
     if failed > 0 {
         eprintln!("bench: {failed} run(s) failed; see {}", out.display());
         return Ok(1);
     }
     Ok(0)
+}
+
+/// `base` with the runs of `new` in place of its runs of the same scenarios (the settings
+/// and machine of `base` stay: its header describes most of the report).
+fn merged(mut base: Results, new: Results) -> Results {
+    base.runs
+        .retain(|old| !new.runs.iter().any(|r| r.scenario == old.scenario));
+    for system in &new.systems {
+        if !base.systems.contains(system) {
+            base.systems.push(system.clone());
+        }
+    }
+    base.runs.extend(new.runs);
+    base
 }
 
 /// A short line of the figures that matter most in a run.
@@ -391,6 +451,10 @@ fn headline(m: &BTreeMap<String, f64>) -> String {
         ("read_tps", "read msg/s"),
         ("e2e_p99_ms", "e2e p99 ms"),
         ("create_per_s", "topics/s"),
+        ("timer_late_p99_ms", "timer lateness p99 ms"),
+        ("enqueue_rate", "timers enqueued/s"),
+        ("recovery_answer_secs", "s to recover"),
+        ("pending_missing", "timers missing"),
         ("cpu_master_s_per_m", "CPU s/M"),
         ("rss_peak_master_mib", "RssAnon MiB"),
         ("errors", "errors"),
@@ -402,4 +466,62 @@ fn headline(m: &BTreeMap<String, f64>) -> String {
         })
         .collect::<Vec<_>>()
         .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scenario::RunResult;
+
+    fn results(runs: &[(&str, &str)]) -> Results {
+        Results {
+            started: "then".to_owned(),
+            duration_secs: 0.0,
+            plan: Plan::quick(1),
+            systems: vec!["sluice".to_owned()],
+            machine: crate::machine::Machine::default(),
+            disk: machine::DiskCeiling::default(),
+            settings: BTreeMap::new(),
+            runs: runs
+                .iter()
+                .map(|(scenario, system)| RunResult {
+                    scenario: (*scenario).to_owned(),
+                    system: (*system).to_owned(),
+                    repeat: 1,
+                    ok: true,
+                    error: None,
+                    metrics: BTreeMap::new(),
+                    errors_by_kind: BTreeMap::new(),
+                    params: BTreeMap::new(),
+                    wall_secs: 0.0,
+                    measured: None,
+                })
+                .collect(),
+            criterion: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_merge_replaces_the_runs_of_the_scenarios_run_again() {
+        let base = results(&[("async-1k", "sluice"), ("timer-1m", "sluice")]);
+        let mut new = results(&[("timer-1m", "sluice"), ("timer-1m", "rocketmq")]);
+        new.systems.push("rocketmq".to_owned());
+        new.started = "now".to_owned();
+        let m = merged(base, new);
+        assert_eq!(m.started, "then");
+        assert_eq!(m.systems, ["sluice", "rocketmq"]);
+        let runs: Vec<(&str, &str)> = m
+            .runs
+            .iter()
+            .map(|r| (r.scenario.as_str(), r.system.as_str()))
+            .collect();
+        assert_eq!(
+            runs,
+            [
+                ("async-1k", "sluice"),
+                ("timer-1m", "sluice"),
+                ("timer-1m", "rocketmq")
+            ]
+        );
+    }
 }

@@ -246,9 +246,15 @@ impl Proc {
 
     /// SIGTERM to the group, SIGKILL after [`STOP_GRACE`]; returns how the leader exited.
     pub fn stop(&mut self) -> Option<ExitStatus> {
+        self.stop_within(STOP_GRACE)
+    }
+
+    /// SIGTERM to the group, SIGKILL after `grace` (a clean shutdown that must not be cut
+    /// short); returns how the leader exited.
+    pub fn stop_within(&mut self, grace: Duration) -> Option<ExitStatus> {
         let mut child = self.child.take()?;
         signal_group(self.pid, "TERM");
-        let deadline = Instant::now() + STOP_GRACE;
+        let deadline = Instant::now() + grace;
         let mut status = None;
         while Instant::now() < deadline {
             if let Ok(Some(s)) = child.try_wait() {
@@ -262,6 +268,17 @@ impl Proc {
         if status.is_none() {
             status = child.wait().ok();
         }
+        groups().remove(&self.pid);
+        status
+    }
+}
+
+impl Proc {
+    /// SIGKILL to the group at once (a crash); returns how the leader exited.
+    pub fn kill(&mut self) -> Option<ExitStatus> {
+        let mut child = self.child.take()?;
+        signal_group(self.pid, "KILL");
+        let status = child.wait().ok();
         groups().remove(&self.pid);
         status
     }
@@ -325,6 +342,43 @@ pub fn vm_rss(pid: u32) -> Option<u64> {
     status_kib(pid, "VmRSS:").map(|k| k * 1024)
 }
 
+/// `RssFile` of `pid` in bytes: resident pages of mapped files (the store's page cache
+/// as this process maps it).
+#[must_use]
+pub fn rss_file(pid: u32) -> Option<u64> {
+    status_kib(pid, "RssFile:").map(|k| k * 1024)
+}
+
+/// Resident bytes of each file `pid` maps (`/proc/PID/smaps`, `Rss:` summed per path);
+/// anonymous mappings are left out.
+#[must_use]
+pub fn mapped_file_rss(pid: u32) -> Vec<(PathBuf, u64)> {
+    let Ok(text) = fs::read_to_string(format!("/proc/{pid}/smaps")) else {
+        return Vec::new();
+    };
+    let mut out: std::collections::BTreeMap<PathBuf, u64> = std::collections::BTreeMap::new();
+    let mut current: Option<PathBuf> = None;
+    for line in text.lines() {
+        let first = line.split_whitespace().next().unwrap_or("");
+        if first.contains('-') && first.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
+            // A mapping's header: range perms offset dev inode [path].
+            current = line
+                .split_whitespace()
+                .nth(5)
+                .filter(|p| p.starts_with('/'))
+                .map(PathBuf::from);
+        } else if let (Some(path), Some(kib)) = (&current, line.strip_prefix("Rss:")) {
+            let kib: u64 = kib
+                .split_whitespace()
+                .next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(0);
+            *out.entry(path.clone()).or_default() += kib * 1024;
+        }
+    }
+    out.into_iter().collect()
+}
+
 fn status_kib(pid: u32, key: &str) -> Option<u64> {
     let status = fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     status
@@ -332,6 +386,91 @@ fn status_kib(pid: u32, key: &str) -> Option<u64> {
         .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.split_whitespace().next())
         .and_then(|v| v.parse().ok())
+}
+
+/// Busy CPU seconds of the whole machine so far (`/proc/stat`: user, nice, system, irq,
+/// softirq, steal).
+fn machine_busy_seconds() -> Option<f64> {
+    let stat = fs::read_to_string("/proc/stat").ok()?;
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let v: Vec<f64> = line
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|x| x.parse().ok())
+        .collect();
+    // user nice system idle iowait irq softirq steal ...
+    let busy = [0, 1, 2, 5, 6, 7]
+        .iter()
+        .filter_map(|i| v.get(*i))
+        .sum::<f64>();
+    Some(busy / clock_ticks())
+}
+
+/// Samples, once a second, the CPU the whole machine spends minus what `pids` spend: the
+/// other work sharing the cores while something is measured.
+#[derive(Debug)]
+pub struct OtherCpuSampler {
+    stop: Arc<AtomicBool>,
+    thread: Option<thread::JoinHandle<Vec<f64>>>,
+}
+
+impl OtherCpuSampler {
+    /// Starts sampling; `pids` are the measured processes (a gone one counts as its last
+    /// reading).
+    #[must_use]
+    pub fn start(pids: Vec<u32>) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = Arc::clone(&stop);
+            thread::Builder::new()
+                .name("bench-other-cpu".to_owned())
+                .spawn(move || {
+                    let mut last_own: Vec<f64> = pids
+                        .iter()
+                        .map(|p| cpu_seconds(*p).unwrap_or(0.0))
+                        .collect();
+                    let mut last_all = machine_busy_seconds().unwrap_or(0.0);
+                    let mut last_at = Instant::now();
+                    let mut out = Vec::new();
+                    while !stop.load(Ordering::Relaxed) {
+                        thread::sleep(Duration::from_millis(100));
+                        if last_at.elapsed() < Duration::from_secs(1) {
+                            continue;
+                        }
+                        let secs = last_at.elapsed().as_secs_f64();
+                        last_at = Instant::now();
+                        let all = machine_busy_seconds().unwrap_or(last_all);
+                        let mut own = 0.0;
+                        for (pid, last) in pids.iter().zip(last_own.iter_mut()) {
+                            let now = cpu_seconds(*pid).unwrap_or(*last);
+                            own += now - *last;
+                            *last = now;
+                        }
+                        out.push(((all - last_all - own) / secs * 100.0).max(0.0));
+                        last_all = all;
+                    }
+                    out
+                })
+                .ok()
+        };
+        OtherCpuSampler { stop, thread }
+    }
+
+    /// Stops; the other work's CPU, % of one core, one value a second.
+    #[must_use]
+    pub fn finish(mut self) -> Vec<f64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_default()
+    }
+}
+
+impl Drop for OtherCpuSampler {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
 }
 
 /// Samples the `RssAnon` of some processes every 200 ms until dropped; keeps each one's peak.
@@ -401,9 +540,18 @@ mod tests {
         assert!(cpu_seconds(me).is_some());
         assert!(rss_anon(me).unwrap() > 0);
         assert!(vm_rss(me).unwrap() >= rss_anon(me).unwrap());
+        assert!(rss_file(me).is_some());
+        // The test binary itself is a mapped file.
+        assert!(mapped_file_rss(me).iter().any(|(_, b)| *b > 0));
         let sampler = RssSampler::start(vec![me]);
         thread::sleep(Duration::from_millis(300));
         assert!(sampler.finish()[0] > 0);
+        assert!(machine_busy_seconds().is_some_and(|s| s > 0.0));
+        let other = OtherCpuSampler::start(vec![me]);
+        thread::sleep(Duration::from_millis(1150));
+        let seconds = other.finish();
+        assert_eq!(seconds.len(), 1, "{seconds:?}");
+        assert!(seconds[0] >= 0.0);
     }
 
     #[test]

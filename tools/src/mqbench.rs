@@ -8,6 +8,9 @@
 //! - `mqbench consumer`: long-polling PULL_MESSAGE on every readable queue, latency from
 //!   each message's born timestamp to its receipt; `--catch-up` times a backlog read.
 //! - `mqbench topics`: creates many topics (`--count`) on every master of a cluster.
+//! - `mqbench timer`: timer messages due over a window, and how late (or early) a
+//!   long-polling consumer receives them; `mqbench timer-watch` follows the broker's
+//!   enqueue of parked timers into its wheel.
 //!
 //! Producer and consumer spread over `--topics N` topics named `TOPIC-0` .. `TOPIC-(N-1)`.
 //!
@@ -18,6 +21,7 @@ pub mod consumer;
 pub mod producer;
 pub mod stamp;
 pub mod stats;
+pub mod timer;
 pub mod topics;
 
 use std::collections::BTreeMap;
@@ -58,6 +62,68 @@ pub enum BenchCommand {
     Consumer(consumer::ConsumerArgs),
     /// Create many topics at once, timed.
     Topics(topics::TopicsArgs),
+    /// Send timer messages due over a window and measure how late they are received.
+    Timer(timer::TimerArgs),
+    /// Follow the broker's enqueue of parked timer messages into its wheel.
+    TimerWatch(timer::watch::WatchArgs),
+}
+
+/// What a benchmark ends with.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Producer, consumer, topics.
+    Plain(Summary),
+    /// `timer`.
+    Timer(Box<timer::TimerSummary>),
+    /// `timer-watch`.
+    Watch(Box<timer::watch::WatchSummary>),
+}
+
+impl Outcome {
+    /// Prints the summary as text or JSON.
+    ///
+    /// # Errors
+    /// Writing failed.
+    pub fn print(&self, out: &mut dyn Write, json: bool) -> Result<()> {
+        let (text, value) = match self {
+            Outcome::Plain(s) => return print_summary(out, s, json),
+            Outcome::Timer(s) => (s.text(), serde_json::to_string_pretty(s)),
+            Outcome::Watch(s) => (s.text(), serde_json::to_string_pretty(s)),
+        };
+        if json {
+            let text =
+                value.map_err(|e| ToolsError::Usage(format!("cannot encode the summary: {e}")))?;
+            writeln!(out, "{text}")?;
+        } else {
+            writeln!(out, "{text}")?;
+        }
+        Ok(())
+    }
+
+    /// Why the run counts as failed, if it does.
+    #[must_use]
+    pub fn failure(&self) -> Option<String> {
+        match self {
+            Outcome::Plain(s) if s.messages == 0 => Some(
+                match s.role.as_str() {
+                    "producer" => "no message was sent",
+                    "consumer" => "no message was received",
+                    _ => "no topic was created",
+                }
+                .to_owned(),
+            ),
+            Outcome::Plain(_) => None,
+            Outcome::Timer(s) if s.messages == 0 => Some("no timer message was sent".to_owned()),
+            Outcome::Timer(s) => {
+                let failed = s.failed_checks();
+                (!failed.is_empty()).then(|| failed.join("; "))
+            }
+            Outcome::Watch(s) if !s.caught_up => {
+                Some("the timer wheel did not catch up before the timeout".to_owned())
+            }
+            Outcome::Watch(_) => None,
+        }
+    }
 }
 
 /// Parses `30s`, `500ms`, `2m`, `1h` or plain seconds.
@@ -185,12 +251,18 @@ where
         Arc::new(parking_lot::Mutex::new(Box::new(std::io::stderr())));
     let result = runtime.block_on(async {
         match &cli.command {
-            BenchCommand::Producer(args) => producer::run(args, err).await,
-            BenchCommand::Consumer(args) => consumer::run(args, err).await,
-            BenchCommand::Topics(args) => topics::run(args, err).await,
+            BenchCommand::Producer(args) => producer::run(args, err).await.map(Outcome::Plain),
+            BenchCommand::Consumer(args) => consumer::run(args, err).await.map(Outcome::Plain),
+            BenchCommand::Topics(args) => topics::run(args, err).await.map(Outcome::Plain),
+            BenchCommand::Timer(args) => timer::run(args, err)
+                .await
+                .map(|s| Outcome::Timer(Box::new(s))),
+            BenchCommand::TimerWatch(args) => timer::watch::run(args, err)
+                .await
+                .map(|s| Outcome::Watch(Box::new(s))),
         }
     });
-    let summary = match result {
+    let outcome = match result {
         Ok(s) => s,
         Err(e) => {
             eprintln!("mqbench: {e}");
@@ -201,21 +273,16 @@ where
         BenchCommand::Producer(a) => a.json,
         BenchCommand::Consumer(a) => a.json,
         BenchCommand::Topics(a) => a.json,
+        BenchCommand::Timer(a) => a.json,
+        BenchCommand::TimerWatch(a) => a.json,
     };
     let mut stdout = std::io::stdout().lock();
-    if let Err(e) = print_summary(&mut stdout, &summary, json) {
+    if let Err(e) = outcome.print(&mut stdout, json) {
         eprintln!("mqbench: {e}");
         return ExitCode::FAILURE;
     }
-    if summary.messages == 0 {
-        eprintln!(
-            "mqbench: {}",
-            match summary.role.as_str() {
-                "producer" => "no message was sent",
-                "consumer" => "no message was received",
-                _ => "no topic was created",
-            }
-        );
+    if let Some(why) = outcome.failure() {
+        eprintln!("mqbench: {why}");
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
@@ -352,5 +419,63 @@ mod tests {
         );
         assert_eq!(producer::topic_names("T", 1), vec!["T".to_owned()]);
         assert!(Cli::try_parse_from(["mqbench", "producer", "-t", "T", "--mode", "fast"]).is_err());
+    }
+
+    #[test]
+    fn timer_cli_parses() {
+        let cli = Cli::try_parse_from([
+            "mqbench",
+            "timer",
+            "-n",
+            "x:1",
+            "--messages",
+            "1000000",
+            "--window",
+            "2m",
+            "--lead",
+            "6m",
+            "--send-only",
+        ])
+        .unwrap();
+        let BenchCommand::Timer(t) = cli.command else {
+            panic!("timer")
+        };
+        assert_eq!(t.messages, 1_000_000);
+        assert_eq!(
+            (t.window, t.lead),
+            (Duration::from_secs(120), Duration::from_secs(360))
+        );
+        assert!(t.send_only && !t.receive_only);
+        // A receive-only run names the run it receives.
+        assert!(Cli::try_parse_from(["mqbench", "timer", "--receive-only"]).is_err());
+        assert!(
+            Cli::try_parse_from([
+                "mqbench",
+                "timer",
+                "--receive-only",
+                "--run-id",
+                "7",
+                "--last-due-ms",
+                "1764600000000"
+            ])
+            .is_ok()
+        );
+        assert!(
+            Cli::try_parse_from(["mqbench", "timer", "--send-only", "--receive-only"]).is_err()
+        );
+        let cli = Cli::try_parse_from([
+            "mqbench",
+            "timer-watch",
+            "--broker",
+            "127.0.0.1:10911",
+            "--expect",
+            "5",
+            "--interval",
+            "10ms",
+        ])
+        .unwrap();
+        assert!(
+            matches!(cli.command, BenchCommand::TimerWatch(ref w) if w.expect == 5 && w.interval == Duration::from_millis(10))
+        );
     }
 }

@@ -238,6 +238,22 @@ pub fn scan_records<'a>(buf: &'a [u8], out: &mut Vec<(i64, &'a [u8])>) -> Result
     Ok(())
 }
 
+/// Store timestamp and body (borrowed) of every record: when the broker stored each
+/// message, for `mqbench timer`'s broker-side lateness.
+///
+/// # Errors
+/// The first record that does not decode.
+pub fn scan_store_times<'a>(
+    buf: &'a [u8],
+    out: &mut Vec<(i64, &'a [u8])>,
+) -> Result<(), DecodeError> {
+    for r in records(buf) {
+        let (_, m) = r?;
+        out.push((m.store_timestamp, m.body));
+    }
+    Ok(())
+}
+
 /// The body a reader shows, and the codec it is still compressed with if this tool
 /// could not inflate it.
 fn inflate_body(sys_flag: i32, raw: &[u8]) -> (Bytes, Option<Compression>) {

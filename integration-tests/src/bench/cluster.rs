@@ -148,7 +148,23 @@ pub struct Cluster {
     /// Slave (brokerId 1).
     pub slave: Option<Node>,
     store: Option<TempDir>,
+    /// What a restart of the master needs.
+    programs: Programs,
+    topology: Topology,
+    log_dir: PathBuf,
 }
+
+/// How a restarted master's previous process ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Stop {
+    /// SIGTERM, and time for a clean shutdown.
+    Clean,
+    /// SIGKILL: a crash.
+    Kill,
+}
+
+/// How long a clean shutdown may take (a JVM broker flushing its timer files).
+const CLEAN_STOP_GRACE: Duration = Duration::from_secs(60);
 
 impl fmt::Debug for Cluster {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -213,6 +229,9 @@ impl Cluster {
             master,
             slave,
             store: Some(store),
+            programs: programs.clone(),
+            topology: topology.clone(),
+            log_dir: log_dir.to_owned(),
         })
     }
 
@@ -305,6 +324,50 @@ impl Cluster {
                 std::thread::sleep(Duration::from_millis(200));
             }
         }
+        Ok(())
+    }
+
+    /// Stops the master (`how`) and starts it again on the same port and store, with
+    /// `overrides` on top of the topology's settings (which they replace for later
+    /// restarts too). Returns once the new process is spawned, before it serves: the
+    /// caller times its recovery.
+    ///
+    /// # Errors
+    /// The command cannot be built or spawned.
+    pub fn restart_master(
+        &mut self,
+        how: Stop,
+        overrides: &[(&str, String)],
+    ) -> Result<(), String> {
+        match how {
+            Stop::Clean => {
+                self.master.proc.stop_within(CLEAN_STOP_GRACE);
+            }
+            Stop::Kill => {
+                self.master.proc.kill();
+            }
+        }
+        for (k, v) in overrides {
+            self.topology.extra.retain(|(key, _)| key != k);
+            self.topology.extra.push(((*k).to_owned(), v.clone()));
+        }
+        let port = socket_port(&self.master.addr)?;
+        let dir = self
+            .store_dir()
+            .ok_or_else(|| "the cluster's store is gone".to_owned())?
+            .to_owned();
+        let (name, cmd) = broker_command(
+            self.system,
+            &self.programs,
+            &self.topology,
+            &self.namesrv.addr,
+            0,
+            port,
+            &dir,
+            &self.log_dir,
+        )?;
+        self.master.proc = Proc::spawn(&name, cmd, &self.log_dir.join(format!("{name}.log")))
+            .map_err(|e| e.to_string())?;
         Ok(())
     }
 
@@ -406,6 +469,35 @@ fn start_broker(
     let mut ports = ports::reserve_consecutive(4);
     let port = ports[2].port();
     let addr = format!("127.0.0.1:{port}");
+    let (name, cmd) = broker_command(
+        system, programs, topology, namesrv, broker_id, port, dir, log_dir,
+    )?;
+    for p in &mut ports {
+        p.release_listener();
+    }
+    let mut proc =
+        Proc::spawn(&name, cmd, &log_dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
+    proc.wait_connectable(socket(port), START_TIMEOUT)?;
+    Ok(Node {
+        proc,
+        addr,
+        _ports: ports,
+    })
+}
+
+/// The process name and command of broker `broker_id` serving on `port` with its store
+/// under `dir`.
+#[allow(clippy::too_many_arguments, reason = "one broker's whole setup")]
+fn broker_command(
+    system: System,
+    programs: &Programs,
+    topology: &Topology,
+    namesrv: &str,
+    broker_id: i64,
+    port: u16,
+    dir: &Path,
+    log_dir: &Path,
+) -> Result<(String, Command), String> {
     let label = if broker_id == 0 { "master" } else { "slave" };
     let store = dir.join(format!("store-{label}"));
     let role = if broker_id == 0 {
@@ -430,9 +522,11 @@ fn start_broker(
         ("autoCreateTopicEnable", "true".to_owned()),
     ];
     for (k, v) in &topology.extra {
+        // A later setting of a key replaces an earlier one (a restart's overrides).
+        conf.retain(|(key, _)| key != k);
         conf.push((k.as_str(), v.clone()));
     }
-    let (name, cmd) = match system {
+    Ok(match system {
         System::Sluice => {
             let mut cmd = Command::new(programs.bin_dir.join("mqbroker"));
             cmd.arg("-c")
@@ -455,17 +549,6 @@ fn start_broker(
                 .arg(&conf_path);
             (format!("rocketmq-broker-{label}"), cmd)
         }
-    };
-    for p in &mut ports {
-        p.release_listener();
-    }
-    let mut proc =
-        Proc::spawn(&name, cmd, &log_dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
-    proc.wait_connectable(socket(port), START_TIMEOUT)?;
-    Ok(Node {
-        proc,
-        addr,
-        _ports: ports,
     })
 }
 
@@ -502,6 +585,12 @@ fn write_properties(path: &Path, pairs: &[(&str, String)]) -> Result<(), String>
 
 fn path_str(p: &Path) -> String {
     p.display().to_string()
+}
+
+fn socket_port(addr: &str) -> Result<u16, String> {
+    addr.rsplit_once(':')
+        .and_then(|(_, p)| p.parse().ok())
+        .ok_or_else(|| format!("no port in {addr}"))
 }
 
 fn socket(port: u16) -> SocketAddr {

@@ -1,6 +1,8 @@
 //! Results: the JSON written after every run, medians with min–max, the goals of issue 7,
 //! BENCHMARKS.md and its SVG charts.
 
+pub mod timer;
+
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::fs;
@@ -158,6 +160,7 @@ fn workload_rows(scenario: &Scenario) -> Vec<Row> {
             row("cpu_master_s_per_m", "broker CPU s / million msgs"),
             row("cpu_master_pct", "broker CPU % (of one core)"),
         ],
+        Workload::TimerLateness | Workload::TimerPending => timer::rows(&scenario.workload),
         Workload::Topics { .. } => vec![
             row("create_per_s", "topics created / s"),
             row("create_secs", "creation seconds"),
@@ -571,7 +574,13 @@ pub fn write_charts(r: &Results, dir: &Path) -> Result<Vec<String>, String> {
 /// BENCHMARKS.md. `chart_dir` is where the charts are, relative to the file; `notes` is
 /// appended as the closing note.
 #[must_use]
-pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&str>) -> String {
+pub fn markdown(
+    r: &Results,
+    chart_dir: &str,
+    charts: &[String],
+    notes: Option<&str>,
+    timer_notes: Option<&str>,
+) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -665,109 +674,13 @@ pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&
         }
     }
 
-    // Scenario tables.
+    // Scenario tables (the timer scenarios have their own section above).
     md.push_str("## Scenarios\n\n");
-    for sc in all() {
-        if !r.runs.iter().any(|run| run.scenario == sc.name) {
-            continue;
-        }
-        let _ = writeln!(md, "### `{}` — {}\n", sc.name, sc.title);
-        let params: BTreeMap<String, String> = r
-            .runs
-            .iter()
-            .filter(|run| run.scenario == sc.name)
-            .flat_map(|run| run.params.clone())
-            .collect();
-        let _ = writeln!(
-            md,
-            "`brokerRole={}`, `flushDiskType={}`{}{}\n",
-            sc.role,
-            sc.flush,
-            if sc.slave { ", with a slave" } else { "" },
-            params
-                .iter()
-                .map(|(k, v)| format!(", {k}: `{v}`"))
-                .collect::<String>()
-        );
-        let _ = write!(md, "| |");
-        for sys in &r.systems {
-            let _ = write!(md, " {} |", system_title(sys));
-        }
-        if r.systems.len() == 2 {
-            md.push_str(" ratio |");
-        }
-        md.push_str("\n|---|");
-        for _ in &r.systems {
-            md.push_str("---|");
-        }
-        if r.systems.len() == 2 {
-            md.push_str("---|");
-        }
-        md.push('\n');
-        for row in rows_for(&sc) {
-            let stats: Vec<Option<Stat>> = r
-                .systems
-                .iter()
-                .map(|sys| r.stat(sc.name, sys, row.metric))
-                .collect();
-            if stats.iter().all(Option::is_none) {
-                continue;
-            }
-            let _ = write!(md, "| {} |", row.label);
-            for s in &stats {
-                let _ = write!(md, " {} |", fmt_stat(*s));
-            }
-            if stats.len() == 2 {
-                let _ = write!(md, " {} |", ratio(stats[0], stats[1]));
-            }
-            md.push('\n');
-        }
-        // Failures and error kinds.
-        for sys in &r.systems {
-            let runs: Vec<&RunResult> = r
-                .runs
-                .iter()
-                .filter(|run| run.scenario == sc.name && &run.system == sys)
-                .collect();
-            let failed: Vec<&&RunResult> = runs.iter().filter(|run| !run.ok).collect();
-            let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
-            for run in &runs {
-                for (k, n) in &run.errors_by_kind {
-                    *kinds.entry(k.as_str()).or_default() += n;
-                }
-            }
-            if !failed.is_empty() {
-                let first = failed[0]
-                    .error
-                    .as_deref()
-                    .unwrap_or("")
-                    .lines()
-                    .next()
-                    .unwrap_or("");
-                let _ = writeln!(
-                    md,
-                    "\n{}: {} of {} run(s) failed (first: `{}`); the figures are of the others.",
-                    system_title(sys),
-                    failed.len(),
-                    runs.len(),
-                    first.replace('`', "'")
-                );
-            }
-            if !kinds.is_empty() {
-                let _ = writeln!(
-                    md,
-                    "\n{} errors over all repeats: {}.",
-                    system_title(sys),
-                    kinds
-                        .iter()
-                        .map(|(k, n)| format!("`{k}` × {n}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                );
-            }
-        }
-        md.push('\n');
+    for sc in all().iter().filter(|sc| !timer::is_timer(sc)) {
+        scenario_section(&mut md, r, sc);
     }
+
+    timer::section(&mut md, r, timer_notes);
 
     // Criterion.
     md.push_str("## Micro-benchmarks (criterion)\n\n");
@@ -790,6 +703,124 @@ pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: Option<&
         md.push('\n');
     }
     md
+}
+
+/// The heading, settings line, table and failures of one scenario (nothing when it has no
+/// run).
+fn scenario_section(md: &mut String, r: &Results, sc: &Scenario) {
+    if !r.runs.iter().any(|run| run.scenario == sc.name) {
+        return;
+    }
+    let _ = writeln!(md, "### `{}` — {}\n", sc.name, sc.title);
+    let params: BTreeMap<String, String> = r
+        .runs
+        .iter()
+        .filter(|run| run.scenario == sc.name)
+        .flat_map(|run| run.params.clone())
+        .collect();
+    let _ = writeln!(
+        md,
+        "`brokerRole={}`, `flushDiskType={}`{}{}\n",
+        sc.role,
+        sc.flush,
+        if sc.slave { ", with a slave" } else { "" },
+        params
+            .iter()
+            .map(|(k, v)| format!(", {k}: `{v}`"))
+            .collect::<String>()
+    );
+    let measured: std::collections::BTreeSet<&str> = r
+        .runs
+        .iter()
+        .filter(|run| run.scenario == sc.name)
+        .filter_map(|run| run.measured.as_deref())
+        .filter(|m| !m.starts_with(r.started.as_str()))
+        .collect();
+    if !measured.is_empty() {
+        let _ = writeln!(
+            md,
+            "Measured in a later run than the rest of this page: {}.\n",
+            measured.into_iter().collect::<Vec<_>>().join("; ")
+        );
+    }
+    let _ = write!(md, "| |");
+    for sys in &r.systems {
+        let _ = write!(md, " {} |", system_title(sys));
+    }
+    if r.systems.len() == 2 {
+        md.push_str(" ratio |");
+    }
+    md.push_str("\n|---|");
+    for _ in &r.systems {
+        md.push_str("---|");
+    }
+    if r.systems.len() == 2 {
+        md.push_str("---|");
+    }
+    md.push('\n');
+    for row in rows_for(sc) {
+        let stats: Vec<Option<Stat>> = r
+            .systems
+            .iter()
+            .map(|sys| r.stat(sc.name, sys, row.metric))
+            .collect();
+        if stats.iter().all(Option::is_none) {
+            continue;
+        }
+        let _ = write!(md, "| {} |", row.label);
+        for s in &stats {
+            let _ = write!(md, " {} |", fmt_stat(*s));
+        }
+        if stats.len() == 2 {
+            let _ = write!(md, " {} |", ratio(stats[0], stats[1]));
+        }
+        md.push('\n');
+    }
+    // Failures and error kinds.
+    for sys in &r.systems {
+        let runs: Vec<&RunResult> = r
+            .runs
+            .iter()
+            .filter(|run| run.scenario == sc.name && &run.system == sys)
+            .collect();
+        let failed: Vec<&&RunResult> = runs.iter().filter(|run| !run.ok).collect();
+        let mut kinds: BTreeMap<&str, u64> = BTreeMap::new();
+        for run in &runs {
+            for (k, n) in &run.errors_by_kind {
+                *kinds.entry(k.as_str()).or_default() += n;
+            }
+        }
+        if !failed.is_empty() {
+            let first = failed[0]
+                .error
+                .as_deref()
+                .unwrap_or("")
+                .lines()
+                .next()
+                .unwrap_or("");
+            let _ = writeln!(
+                md,
+                "\n{}: {} of {} run(s) failed (first: `{}`); the figures are of the others.",
+                system_title(sys),
+                failed.len(),
+                runs.len(),
+                first.replace('`', "'")
+            );
+        }
+        if !kinds.is_empty() {
+            let _ = writeln!(
+                md,
+                "\n{} errors over all repeats: {}.",
+                system_title(sys),
+                kinds
+                    .iter()
+                    .map(|(k, n)| format!("`{k}` × {n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+        }
+    }
+    md.push('\n');
 }
 
 #[cfg(test)]

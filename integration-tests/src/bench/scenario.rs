@@ -33,6 +33,24 @@ pub struct Plan {
     pub topics_few: usize,
     /// See `topics_few`.
     pub topics_many: usize,
+    /// Timer messages of the lateness scenario (issue 14: 100 000 over 60 s).
+    #[serde(default)]
+    pub timer_messages: u64,
+    /// Their due times are spread over this many seconds ...
+    #[serde(default)]
+    pub timer_window_secs: u64,
+    /// ... the first this long after the sending starts.
+    #[serde(default)]
+    pub timer_lead_secs: u64,
+    /// Timers pending at once in the enqueue / memory / recovery scenario (1 000 000).
+    #[serde(default)]
+    pub pending_timers: u64,
+    /// They fall due this long after the sending starts (after the restarts) ...
+    #[serde(default)]
+    pub pending_lead_secs: u64,
+    /// ... spread over this many seconds.
+    #[serde(default)]
+    pub pending_window_secs: u64,
 }
 
 impl Plan {
@@ -50,6 +68,13 @@ impl Plan {
             backlog_bytes: 4 << 30,
             topics_few: 1_000,
             topics_many: 10_000,
+            timer_messages: 100_000,
+            timer_window_secs: 60,
+            timer_lead_secs: 15,
+            pending_timers: 1_000_000,
+            // Apache sends 1M timers at ~12k/s and restarts twice: all within 6 min.
+            pending_lead_secs: 360,
+            pending_window_secs: 120,
         }
     }
 
@@ -65,6 +90,12 @@ impl Plan {
             backlog_bytes: 32 << 20,
             topics_few: 20,
             topics_many: 100,
+            timer_messages: 10_000,
+            timer_window_secs: 10,
+            timer_lead_secs: 5,
+            pending_timers: 50_000,
+            pending_lead_secs: 60,
+            pending_window_secs: 20,
         }
     }
 }
@@ -91,6 +122,10 @@ pub enum Workload {
         /// Whether it is the bigger count of the plan.
         many: bool,
     },
+    /// Timer messages due over a window; lateness at a long-polling consumer.
+    TimerLateness,
+    /// Many pending timers: enqueue rate, memory, recovery after kill -9, then delivery.
+    TimerPending,
 }
 
 /// One scenario.
@@ -249,6 +284,26 @@ pub fn all() -> Vec<Scenario> {
                 Workload::Topics { many: true },
             )
         },
+        s(
+            "timer-lateness",
+            "Timer messages: lateness of 100k timers due over 60 s",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::TimerLateness,
+        ),
+        Scenario {
+            // A long run (the timers fall due minutes later), so once.
+            max_repeat: Some(1),
+            ..s(
+                "timer-1m",
+                "Timer messages: 1M pending (enqueue, memory, kill -9 recovery, delivery)",
+                "ASYNC_MASTER",
+                "ASYNC_FLUSH",
+                false,
+                Workload::TimerPending,
+            )
+        },
     ]
 }
 
@@ -273,6 +328,10 @@ pub struct RunResult {
     pub params: BTreeMap<String, String>,
     /// Wall time of the whole run, start to stop.
     pub wall_secs: f64,
+    /// When and with which build it ran (`<UTC start of the driver run>, <build>`), so a
+    /// report merging runs of several driver runs can say where each came from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured: Option<String>,
 }
 
 /// Runs one scenario once on one system; never panics on a failed run (the result says why).
@@ -297,6 +356,7 @@ pub fn run(
         errors_by_kind: BTreeMap::new(),
         params: BTreeMap::new(),
         wall_secs: 0.0,
+        measured: None,
     };
     let log_dir = out
         .join("logs")
@@ -321,6 +381,17 @@ pub fn run(
 
 fn topology(scenario: &Scenario) -> Topology {
     let mut extra = vec![("defaultTopicQueueNums".to_owned(), QUEUES.to_string())];
+    if matches!(
+        scenario.workload,
+        Workload::TimerLateness | Workload::TimerPending
+    ) {
+        // Apache's default too; said so both ways.
+        extra.push(("timerWheelEnable".to_owned(), "true".to_owned()));
+    }
+    if matches!(scenario.workload, Workload::TimerPending) {
+        // Parked only, until the restart that times the enqueue (see `super::timer`).
+        extra.push(("timerStopEnqueue".to_owned(), "true".to_owned()));
+    }
     if matches!(scenario.workload, Workload::Topics { .. }) {
         extra.push((
             "mappedFileSizeConsumeQueue".to_owned(),
@@ -335,12 +406,12 @@ fn topology(scenario: &Scenario) -> Topology {
     }
 }
 
-const MIB: f64 = 1024.0 * 1024.0;
+pub(super) const MIB: f64 = 1024.0 * 1024.0;
 /// Topic of the single-topic scenarios.
-const TOPIC: &str = "BenchTopic";
+pub(super) const TOPIC: &str = "BenchTopic";
 
 #[allow(clippy::cast_precision_loss, reason = "byte counts to MiB")]
-fn mib(bytes: u64) -> f64 {
+pub(super) fn mib(bytes: u64) -> f64 {
     bytes as f64 / MIB
 }
 
@@ -390,6 +461,8 @@ fn run_inner(
         Workload::Backlog => backlog(&bench, &mut cluster, plan, result),
         Workload::EndToEnd { rate } => end_to_end(&bench, &mut cluster, plan, *rate, result),
         Workload::Topics { many } => topics(&bench, &mut cluster, plan, *many, result),
+        Workload::TimerLateness => super::timer::lateness(&bench, &mut cluster, plan, result),
+        Workload::TimerPending => super::timer::pending(&bench, &mut cluster, plan, result),
     };
     if outcome.is_ok() && !cluster.all_running() {
         return Err(format!(
@@ -410,7 +483,7 @@ fn run_inner(
 }
 
 /// Running `mqbench` against one cluster.
-struct Bench<'a> {
+pub(super) struct Bench<'a> {
     programs: &'a Programs,
     namesrv: String,
     log_dir: PathBuf,
@@ -428,7 +501,7 @@ impl Bench<'_> {
     }
 
     /// Starts `mqbench ARGS -n NS --json` in the background; `label` names its files.
-    fn spawn(&self, label: &str, args: &[String]) -> Result<(Proc, PathBuf), String> {
+    pub(super) fn spawn(&self, label: &str, args: &[String]) -> Result<(Proc, PathBuf), String> {
         let json = self.log_dir.join(format!("mqbench-{label}.json"));
         let proc = Proc::spawn_split(
             &format!("mqbench-{label}"),
@@ -441,7 +514,7 @@ impl Bench<'_> {
     }
 
     /// Waits for a background mqbench and reads its summary.
-    fn finish(mut proc: Proc, json: &Path, timeout: Duration) -> Result<Value, String> {
+    pub(super) fn finish(mut proc: Proc, json: &Path, timeout: Duration) -> Result<Value, String> {
         let status = proc.wait_exit(timeout);
         let text = fs::read_to_string(json).unwrap_or_default();
         let summary: Value = serde_json::from_str(&text).map_err(|e| {
@@ -455,17 +528,22 @@ impl Bench<'_> {
     }
 
     /// Runs mqbench to the end and returns its summary.
-    fn run(&self, label: &str, args: &[String], timeout: Duration) -> Result<Value, String> {
+    pub(super) fn run(
+        &self,
+        label: &str,
+        args: &[String],
+        timeout: Duration,
+    ) -> Result<Value, String> {
         let (proc, json) = self.spawn(label, args)?;
         Self::finish(proc, &json, timeout)
     }
 }
 
-fn strings(args: &[&str]) -> Vec<String> {
+pub(super) fn strings(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| (*s).to_owned()).collect()
 }
 
-fn num(v: &Value, path: &[&str]) -> f64 {
+pub(super) fn num(v: &Value, path: &[&str]) -> f64 {
     let mut at = v;
     for key in path {
         at = &at[*key];
@@ -474,7 +552,7 @@ fn num(v: &Value, path: &[&str]) -> f64 {
 }
 
 /// Adds mqbench's errors by kind to the result's.
-fn add_errors(result: &mut RunResult, summary: &Value) {
+pub(super) fn add_errors(result: &mut RunResult, summary: &Value) {
     if let Some(map) = summary["errors_by_kind"].as_object() {
         for (k, v) in map {
             *result.errors_by_kind.entry(k.clone()).or_default() += v.as_u64().unwrap_or(0);
@@ -495,7 +573,7 @@ fn record_producer(result: &mut RunResult, prefix: &str, s: &Value) {
 }
 
 /// CPU, disk writes and memory of the cluster over one measured phase.
-struct Sample {
+pub(super) struct Sample {
     cpu: Vec<f64>,
     /// CPU of the driver's waited-for children: the `mqbench` runs that end in the phase.
     loadgen_cpu: f64,
@@ -505,7 +583,7 @@ struct Sample {
 }
 
 impl Sample {
-    fn start(cluster: &Cluster) -> Self {
+    pub(super) fn start(cluster: &Cluster) -> Self {
         Sample {
             cpu: cluster.cpu(),
             loadgen_cpu: children_cpu_seconds(),
@@ -517,7 +595,13 @@ impl Sample {
 
     /// Records CPU per million `messages`, disk write rate and peak memory.
     #[allow(clippy::cast_precision_loss, reason = "figures for display")]
-    fn finish(self, cluster: &Cluster, messages: f64, prefix: &str, result: &mut RunResult) {
+    pub(super) fn finish(
+        self,
+        cluster: &Cluster,
+        messages: f64,
+        prefix: &str,
+        result: &mut RunResult,
+    ) {
         let secs = self.at.elapsed().as_secs_f64().max(1e-3);
         let cpu_now = cluster.cpu();
         let written_now: Vec<u64> = cluster.pids().into_iter().map(write_bytes).collect();
@@ -567,12 +651,12 @@ fn write_bytes(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn secs(s: u64) -> String {
+pub(super) fn secs(s: u64) -> String {
     format!("{s}s")
 }
 
 /// Creates `count` topics named as `mqbench --topics` expects, waits for their routes.
-fn create_topics(
+pub(super) fn create_topics(
     bench: &Bench<'_>,
     cluster: &Cluster,
     topic: &str,
