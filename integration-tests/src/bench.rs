@@ -29,7 +29,6 @@ pub mod cluster;
 pub mod machine;
 pub mod report;
 pub mod scenario;
-pub mod timer;
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cluster::{CLUSTER, Cluster, Programs, System, Topology};
+
+mod timer;
 use crate::procs::{Proc, RssSampler, children_cpu_seconds};
 
 /// Durations and sizes of a whole run (`--quick` or full).
@@ -461,8 +463,8 @@ fn run_inner(
         Workload::Backlog => backlog(&bench, &mut cluster, plan, result),
         Workload::EndToEnd { rate } => end_to_end(&bench, &mut cluster, plan, *rate, result),
         Workload::Topics { many } => topics(&bench, &mut cluster, plan, *many, result),
-        Workload::TimerLateness => super::timer::lateness(&bench, &mut cluster, plan, result),
-        Workload::TimerPending => super::timer::pending(&bench, &mut cluster, plan, result),
+        Workload::TimerLateness => timer::lateness(&bench, &mut cluster, plan, result),
+        Workload::TimerPending => timer::pending(&bench, &mut cluster, plan, result),
     };
     if outcome.is_ok() && !cluster.all_running() {
         return Err(format!(

@@ -16,10 +16,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::Value;
 
-use super::cluster::{Cluster, Stop};
-use super::scenario::{
-    Bench, QUEUES, RunResult, Sample, add_errors, create_topics, mib, num, secs, strings,
-};
+use super::{Bench, QUEUES, RunResult, Sample, add_errors, create_topics, mib, num, secs, strings};
+use crate::bench::cluster::{Cluster, Stop};
 use crate::procs::{OtherCpuSampler, RssSampler, mapped_file_rss, rss_anon, rss_file, vm_rss};
 
 /// The topic timers are delivered to.
@@ -95,7 +93,7 @@ fn record_send(result: &mut RunResult, prefix: &str, s: &Value) {
 pub(super) fn lateness(
     bench: &Bench<'_>,
     cluster: &mut Cluster,
-    plan: &super::scenario::Plan,
+    plan: &super::Plan,
     result: &mut RunResult,
 ) -> Result<(), String> {
     create_topics(bench, cluster, TOPIC, 1, QUEUES)?;
@@ -291,7 +289,7 @@ fn timed_restart(
 pub(super) fn pending(
     bench: &Bench<'_>,
     cluster: &mut Cluster,
-    plan: &super::scenario::Plan,
+    plan: &super::Plan,
     result: &mut RunResult,
 ) -> Result<(), String> {
     create_topics(bench, cluster, TOPIC, 1, QUEUES)?;
