@@ -14,6 +14,8 @@ fn main_metric(name: &str) -> &'static str {
     match name {
         "backlog-read" => "read_tps",
         "e2e-latency" => "received",
+        "timer-lateness" => "timer_received",
+        "timer-1m" => "pending_received",
         _ => "tps",
     }
 }

@@ -25,6 +25,8 @@
 //!   computes it); a rolled back one never. Apache 5.3.3 itself loses such messages (the half
 //!   message goes through the wheel with its real topic overwritten, see
 //!   [`transactional_apache`]): its test asserts that, so the difference stays in sight.
+//! - **failover** (sluice): a SYNC_MASTER pair's master killed while its timers fire, the
+//!   slave promoted with `switchRole`: every timer delivered, none early.
 //! - **recall**: with `recallMessageEnable=true`, timers recalled by their send's recall
 //!   handle (`DefaultMQProducer.recallMessage`) are never delivered, the others are.
 //! - **refused**: with `timerWheelEnable=false` both refuse every timer message with
@@ -995,4 +997,86 @@ fn refused_without_a_timer_wheel_as_apache_5_3_3_refuses() {
     integration_tests::require_tools!(Java, Maven);
     refused_without_wheel(&Target::sluice(&[("timerWheelEnable", "false")]));
     refused_without_wheel(&Target::apache(&[("timerWheelEnable", "false")]));
+}
+
+/// Failover (sluice only: Apache's pairs switch roles through its controller, not
+/// `switchRole`): a SYNC_MASTER pair, timers sent with the Java client, the master killed
+/// (SIGKILL) while they fire, the slave promoted with `mqadmin switchRole`; a Java consumer
+/// of the cluster then gets every timer, none before its time (those the old master
+/// delivered just before it died may come twice: printed).
+#[test]
+fn across_a_failover_sluice() {
+    use integration_tests::harness::{HaPair, mqadmin, wait_caught_up};
+
+    integration_tests::require_tools!(Java, Maven);
+    let java = JavaTools::get(V5);
+    let topic = unique_name("TimerFailover");
+    let mut pair = HaPair::start("SYNC_MASTER", &[], &[(topic.as_str(), QUEUES)]);
+    let ns = pair.namesrv();
+    let (master, slave, master_ha) = (
+        pair.master().addr(),
+        pair.slave().addr(),
+        pair.master().ha_addr(),
+    );
+    let start = now_ms();
+    let sent = java.produce(
+        &ns,
+        &topic,
+        12,
+        &[
+            "--timer",
+            "deliver-in=9000",
+            "--timer-step",
+            "250",
+            "--body-prefix",
+            "failover",
+        ],
+    );
+    wait_caught_up(&master, &slave, &master_ha, Duration::from_secs(20)).unwrap();
+    // Kill the master once about half are due.
+    let kill_at = start + 9000 + 6 * 250;
+    std::thread::sleep(Duration::from_millis(
+        u64::try_from(kill_at - now_ms()).unwrap_or(0),
+    ));
+    pair.master_mut().kill();
+    mqadmin(&ns, &["switchRole", "-b", &slave, "-r", "MASTER"]).assert_ok();
+    pair.promoted();
+    let group = unique_name("TimerFailoverC");
+    let consumer = java.spawn(
+        "sluice.it.PushConsumer",
+        &[
+            "--namesrv",
+            &ns,
+            "--topic",
+            &topic,
+            "--group",
+            &group,
+            "--count",
+            "0",
+            "--from",
+            "first",
+            "--heartbeat-ms",
+            "1000",
+            "--poll-namesrv-ms",
+            "1000",
+            "--wait-ms",
+            "900000",
+        ],
+    );
+    let (all_in, got, out) = collect_within(consumer, &sent, DELIVERY_TIMEOUT);
+    let t = tally(&sent, &got);
+    assert!(
+        all_in && t.complete_and_never_early(),
+        "after the failover: missing {:?}, foreign {:?}, early {:?}\nconsumer:\n{out}",
+        t.missing,
+        t.foreign,
+        t.early
+    );
+    eprintln!(
+        "failover: {} timers, {} deliveries, {} twice; {}",
+        sent.len(),
+        t.delivered,
+        t.duplicates,
+        Lateness::of(&got)
+    );
 }
