@@ -278,6 +278,9 @@ where
     drop(stdout);
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader went away (`mqadmin clusterList | grep -q ...`): as `head` does, stop
+        // quietly; it has what it wanted.
+        Err(ToolsError::Io(e)) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
         Err(ToolsError::Usage(msg)) => {
             eprintln!("mqadmin: {msg}");
             ExitCode::from(2)

@@ -195,6 +195,8 @@ struct Rates {
     delivered: u64,
     enqueue_tps: f64,
     dequeue_tps: f64,
+    /// `timerCongestNum` as last counted (a scan of the roll window's slots).
+    congest_num: i64,
 }
 
 impl TimerService {
@@ -433,7 +435,7 @@ impl TimerService {
             .consume_queues()
             .get(TIMER_TOPIC, 0)
             .map_or(0, |cq| cq.max_offset());
-        let (enqueue_tps, dequeue_tps) = {
+        let (enqueue_tps, dequeue_tps, congest_num) = {
             let mut r = self.rates.lock();
             let (enq, deq) = (
                 self.enqueued.load(Ordering::Relaxed),
@@ -441,6 +443,9 @@ impl TimerService {
             );
             let span = now - r.at_ms;
             if span >= 1000 {
+                r.congest_num = self
+                    .wheel
+                    .pending_between(read_time, now + self.roll_window_ms + self.precision_ms);
                 #[allow(clippy::cast_precision_loss, reason = "a rate")]
                 {
                     let secs = span as f64 / 1000.0;
@@ -449,14 +454,12 @@ impl TimerService {
                 }
                 (r.at_ms, r.enqueued, r.delivered) = (now, enq, deq);
             }
-            (r.enqueue_tps, r.dequeue_tps)
+            (r.enqueue_tps, r.dequeue_tps, r.congest_num)
         };
         TimerFigures {
             read_behind_ms: (now - read_time).max(0),
             offset_behind: i64::try_from(max.saturating_sub(queue_offset)).unwrap_or(0),
-            congest_num: self
-                .wheel
-                .pending_between(read_time, now + self.roll_window_ms + self.precision_ms),
+            congest_num,
             loaded,
             enqueue_tps,
             dequeue_tps,
