@@ -31,12 +31,15 @@ fn a_full_disk_does_not_flood_the_log() {
     let dir = TestDir::new("log-flood");
     let ports = integration_tests::ports::reserve_consecutive(4);
     let port = ports[2].port();
-    // 4 MiB CommitLog files; files may grow to 1 MiB (1024-byte blocks: bash, dash).
+    // 128 MiB CommitLog files; files may grow to 81 920 blocks (40 MiB of 512-byte blocks,
+    // 80 MiB of 1024-byte ones, as shells differ) — room for the 38.7 MB timer wheel, which
+    // the broker creates at start, not for a CommitLog file.
     let spec = ProcessSpec::new("mqbroker", "sh")
         .arg("-c")
-        .arg("trap '' XFSZ; ulimit -f 1024; exec \"$0\" \"$@\"")
+        .arg("trap '' XFSZ; ulimit -f 81920; exec \"$0\" \"$@\"")
         .arg(binary("broker", "mqbroker"))
-        .loopback_broker(&broker_toml(), &dir.path().join("store"), port);
+        .loopback_broker(&broker_toml(), &dir.path().join("store"), port)
+        .setting("mappedFileSizeCommitLog", 128 * 1024 * 1024);
     let mut broker = ChildProcess::start(spec, dir, ports);
     let addr = broker.listening_addr().unwrap().to_string();
     let client = SyncClient::new();
