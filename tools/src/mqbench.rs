@@ -217,6 +217,20 @@ pub fn print_summary(out: &mut dyn Write, summary: &Summary, json: bool) -> Resu
     Ok(())
 }
 
+/// The name servers of `-n` (`;`-separated).
+///
+/// # Errors
+/// None given.
+pub(crate) fn namesrv_list(namesrv: Option<&str>) -> Result<Vec<String>> {
+    let list = namesrv
+        .map(remoting::net::split_addr_list)
+        .unwrap_or_default();
+    if list.is_empty() {
+        return Err(ToolsError::NoNamesrv);
+    }
+    Ok(list)
+}
+
 /// Settings recorded in the summary.
 pub(crate) fn settings<const N: usize>(pairs: [(&str, String); N]) -> BTreeMap<String, String> {
     pairs.into_iter().map(|(k, v)| (k.to_owned(), v)).collect()

@@ -146,14 +146,7 @@ pub async fn run(
     args: &ConsumerArgs,
     err: Arc<parking_lot::Mutex<Box<dyn Write + Send>>>,
 ) -> Result<Summary> {
-    let namesrv = args
-        .namesrv
-        .as_deref()
-        .map(remoting::net::split_addr_list)
-        .unwrap_or_default();
-    if namesrv.is_empty() {
-        return Err(ToolsError::NoNamesrv);
-    }
+    let namesrv = super::namesrv_list(args.namesrv.as_deref())?;
     let client = Client::new(namesrv, DEFAULT_TIMEOUT);
     let topic = args.topic.trim().to_owned();
     let run = Arc::new(Run::default());

@@ -149,6 +149,8 @@ pub struct LatencySummary {
     pub count: u64,
     /// Median.
     pub p50_ms: f64,
+    /// 90th percentile.
+    pub p90_ms: f64,
     /// 99th percentile.
     pub p99_ms: f64,
     /// 99.9th percentile.
@@ -163,7 +165,7 @@ pub struct LatencySummary {
     clippy::cast_precision_loss,
     reason = "microseconds to printed milliseconds"
 )]
-fn ms(us: u64) -> f64 {
+pub(crate) fn ms(us: u64) -> f64 {
     us as f64 / 1000.0
 }
 
@@ -177,6 +179,7 @@ impl LatencySummary {
         LatencySummary {
             count: h.len(),
             p50_ms: ms(h.value_at_quantile(0.50)),
+            p90_ms: ms(h.value_at_quantile(0.90)),
             p99_ms: ms(h.value_at_quantile(0.99)),
             p999_ms: ms(h.value_at_quantile(0.999)),
             max_ms: ms(h.max()),

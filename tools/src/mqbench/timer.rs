@@ -508,14 +508,7 @@ pub async fn run(
     args: &TimerArgs,
     err: Arc<parking_lot::Mutex<Box<dyn Write + Send>>>,
 ) -> Result<TimerSummary> {
-    let namesrv = args
-        .namesrv
-        .as_deref()
-        .map(remoting::net::split_addr_list)
-        .unwrap_or_default();
-    if namesrv.is_empty() {
-        return Err(ToolsError::NoNamesrv);
-    }
+    let namesrv = super::namesrv_list(args.namesrv.as_deref())?;
     if args.threads == 0 || args.connections == 0 || args.messages == 0 {
         return Err(ToolsError::Usage(
             "--threads, --connections and --messages must be at least 1".to_owned(),

@@ -24,51 +24,9 @@ fn record(h: &mut Histogram<u64>, us: i64) {
     let _ = h.record(us);
 }
 
-/// Percentiles of a histogram of microseconds, in milliseconds.
-#[derive(Debug, Clone, Copy, Default, Serialize, PartialEq)]
-pub struct Percentiles {
-    /// Samples.
-    pub count: u64,
-    /// Median.
-    pub p50_ms: f64,
-    /// 90th percentile.
-    pub p90_ms: f64,
-    /// 99th percentile.
-    pub p99_ms: f64,
-    /// 99.9th percentile.
-    pub p999_ms: f64,
-    /// Maximum.
-    pub max_ms: f64,
-    /// Mean.
-    pub mean_ms: f64,
-}
-
-#[allow(
-    clippy::cast_precision_loss,
-    reason = "microseconds to printed milliseconds"
-)]
-fn ms(us: u64) -> f64 {
-    us as f64 / 1000.0
-}
-
-impl Percentiles {
-    /// Of `h` (microseconds).
-    #[must_use]
-    pub fn of(h: &Histogram<u64>) -> Self {
-        if h.is_empty() {
-            return Percentiles::default();
-        }
-        Percentiles {
-            count: h.len(),
-            p50_ms: ms(h.value_at_quantile(0.50)),
-            p90_ms: ms(h.value_at_quantile(0.90)),
-            p99_ms: ms(h.value_at_quantile(0.99)),
-            p999_ms: ms(h.value_at_quantile(0.999)),
-            max_ms: ms(h.max()),
-            mean_ms: h.mean() / 1000.0,
-        }
-    }
-}
+/// Percentiles of a histogram of microseconds, in milliseconds (mqbench's one summary).
+pub use super::super::stats::LatencySummary as Percentiles;
+use super::super::stats::ms;
 
 #[derive(Debug)]
 struct Histograms {
