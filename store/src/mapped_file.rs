@@ -594,6 +594,34 @@ impl MappedFile {
         f(bytes)
     }
 
+    /// The extents of `[from, size)` that may hold data, in order: what the file system
+    /// reports between `SEEK_DATA` and `SEEK_HOLE`. Space reserved by `posix_fallocate`
+    /// and never written is a hole here, so a scan can skip it instead of reading it
+    /// through the mapping, which would make the kernel zero-fill a page cache page for
+    /// every page read. A file system that cannot tell reports everything as data.
+    pub(crate) fn data_extents(&self, from: usize) -> Vec<std::ops::Range<usize>> {
+        use rustix::fs::{SeekFrom, seek};
+        let size = self.0.size as u64;
+        let mut extents = Vec::new();
+        let mut pos = from as u64;
+        while pos < size {
+            let start = match seek(&self.0.file, SeekFrom::Data(pos)) {
+                Ok(start) if start < size => start,
+                // No data from `pos` on.
+                Ok(_) | Err(rustix::io::Errno::NXIO) => break,
+                Err(e) => {
+                    debug!(file = %self.path().display(), error = %e, "SEEK_DATA failed: reading it all");
+                    extents.push(pos as usize..self.0.size);
+                    break;
+                }
+            };
+            let end = seek(&self.0.file, SeekFrom::Hole(start)).map_or(size, |end| end.min(size));
+            extents.push(start as usize..end as usize);
+            pos = end;
+        }
+        extents
+    }
+
     /// Copies pending pool-buffer bytes into the file (`pwrite`) when at least
     /// `least_pages` pages are pending (0: any). Returns the committed position.
     ///
@@ -848,8 +876,8 @@ impl FileWriter {
     }
 
     /// Cuts the file back to `pos`: lowers the positions, waits (up to `wait`) for
-    /// reader slices of the file to be dropped, zero-fills `[pos, zero_end)` in the
-    /// mapping and syncs it, so nothing stale past the new end can come back after a
+    /// reader slices of the file to be dropped, zero-fills the data in `[pos, zero_end)`
+    /// through the mapping and syncs it, so nothing stale past the new end can come back after a
     /// crash. A pool buffer still in use is committed and released first; the file is
     /// written through the mapping from then on.
     ///
@@ -879,13 +907,22 @@ impl FileWriter {
             std::thread::sleep(Duration::from_millis(1));
         }
         if zero_end > pos {
-            // SAFETY: positions are at `pos` and no reader slice exists (checked after
-            // lowering them, see `slice`), and we are the only writer; so nobody else
-            // reads or writes [pos, zero_end) of the mapping.
-            let tail = unsafe {
-                std::slice::from_raw_parts_mut(r.mmap.as_mut_ptr().add(pos), zero_end - pos)
-            };
-            tail.fill(0);
+            // Holes read as zeroes already: only the data extents are written (zeroing a
+            // reserved, never-written GiB through the mapping would fault it all in).
+            for extent in self.file.data_extents(pos) {
+                let (start, end) = (extent.start, extent.end.min(zero_end));
+                if start >= end {
+                    break;
+                }
+                // SAFETY: positions are at `pos` and no reader slice exists (checked
+                // after lowering them, see `slice`), and we are the only writer; so
+                // nobody else reads or writes [pos, zero_end) of the mapping, and
+                // [start, end) lies inside it.
+                let tail = unsafe {
+                    std::slice::from_raw_parts_mut(r.mmap.as_mut_ptr().add(start), end - start)
+                };
+                tail.fill(0);
+            }
             let start = pos - pos % OS_PAGE_SIZE;
             r.mmap
                 .flush_range(start, zero_end - start)
