@@ -284,19 +284,42 @@ fn notify_ids_changed(group: &str, channels: &[Channel]) {
     }
 }
 
-/// Producer groups of the broker (transaction checks and admin listings).
+/// Producer groups of the broker (transaction checks, replies, admin listings).
 #[derive(Debug, Default)]
 pub struct ProducerManager {
-    groups: RwLock<HashMap<String, HashMap<u64, ClientChannelInfo>>>,
+    tables: RwLock<ProducerTables>,
     /// Round-robin position of [`ProducerManager::available_channel`].
     next: std::sync::atomic::AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct ProducerTables {
+    /// Group → channel id → channel.
+    groups: HashMap<String, HashMap<u64, ClientChannelInfo>>,
+    /// Client id → its latest channel: where a reply to its request is pushed.
+    by_client: HashMap<String, Channel>,
+}
+
+impl ProducerTables {
+    /// Forgets `channel` as the channel of `client_id` (not a newer one of that client).
+    fn forget_client(&mut self, client_id: &str, channel: &Channel) {
+        if self
+            .by_client
+            .get(client_id)
+            .is_some_and(|c| c.id() == channel.id())
+        {
+            self.by_client.remove(client_id);
+        }
+    }
 }
 
 impl ProducerManager {
     /// Registers or refreshes a producer channel.
     pub fn register(&self, group: &str, client: ClientChannelInfo) {
-        self.groups
-            .write()
+        let mut t = self.tables.write();
+        t.by_client
+            .insert(client.client_id.clone(), client.channel.clone());
+        t.groups
             .entry(group.to_owned())
             .or_default()
             .insert(client.channel.id(), client);
@@ -304,59 +327,87 @@ impl ProducerManager {
 
     /// Removes a producer channel from a group.
     pub fn unregister(&self, group: &str, channel: &Channel) {
-        let mut groups = self.groups.write();
-        if let Some(members) = groups.get_mut(group) {
-            members.remove(&channel.id());
-            if members.is_empty() {
-                groups.remove(group);
-            }
+        let mut t = self.tables.write();
+        let Some(members) = t.groups.get_mut(group) else {
+            return;
+        };
+        let removed = members.remove(&channel.id());
+        if members.is_empty() {
+            t.groups.remove(group);
+        }
+        if let Some(c) = removed {
+            t.forget_client(&c.client_id, channel);
         }
     }
 
     /// Removes a closed channel from every group.
     pub fn channel_closed(&self, channel: &Channel) {
-        self.groups.write().retain(|_, members| {
-            members.remove(&channel.id());
+        let mut t = self.tables.write();
+        let mut gone = Vec::new();
+        t.groups.retain(|_, members| {
+            gone.extend(members.remove(&channel.id()));
             !members.is_empty()
         });
+        for c in gone {
+            t.forget_client(&c.client_id, channel);
+        }
     }
 
     /// Closes and removes channels without a heartbeat for `expiry_ms`.
     pub fn scan_not_active(&self, expiry_ms: i64) {
         let now = now_ms();
         let mut expired = Vec::new();
-        self.groups.write().retain(|_, members| {
+        let mut t = self.tables.write();
+        t.groups.retain(|_, members| {
             members.retain(|_, c| {
                 let alive = now - c.last_update <= expiry_ms;
                 if !alive {
-                    expired.push(c.channel.clone());
+                    expired.push(c.clone());
                 }
                 alive
             });
             !members.is_empty()
         });
-        for channel in expired {
-            warn!(peer = %channel.peer_addr(), "producer channel expired, closing");
-            channel.close();
+        for c in &expired {
+            t.forget_client(&c.client_id, &c.channel);
+        }
+        drop(t);
+        for c in expired {
+            warn!(peer = %c.channel.peer_addr(), "producer channel expired, closing");
+            c.channel.close();
         }
     }
 
     /// The channels of a group.
     #[must_use]
     pub fn channels(&self, group: &str) -> Vec<ClientChannelInfo> {
-        self.groups
+        self.tables
             .read()
+            .groups
             .get(group)
             .map(|m| m.values().cloned().collect())
             .unwrap_or_default()
+    }
+
+    /// The open channel of the producer with this client id (`ProducerManager.findChannel`):
+    /// where a reply to its request goes.
+    #[must_use]
+    pub fn find_channel(&self, client_id: &str) -> Option<Channel> {
+        self.tables
+            .read()
+            .by_client
+            .get(client_id)
+            .filter(|c| !c.is_closed())
+            .cloned()
     }
 
     /// One open channel of `group` for a transaction check-back, taking the group's
     /// channels in turn (RocketMQ's `getAvailableChannel`); `None` if none is open.
     #[must_use]
     pub fn available_channel(&self, group: &str) -> Option<Channel> {
-        let groups = self.groups.read();
-        let mut channels: Vec<&Channel> = groups
+        let t = self.tables.read();
+        let mut channels: Vec<&Channel> = t
+            .groups
             .get(group)?
             .values()
             .map(|c| &c.channel)
@@ -374,8 +425,9 @@ impl ProducerManager {
     /// Every group with its channels.
     #[must_use]
     pub fn all(&self) -> BTreeMap<String, Vec<ClientChannelInfo>> {
-        self.groups
+        self.tables
             .read()
+            .groups
             .iter()
             .map(|(g, m)| (g.clone(), m.values().cloned().collect()))
             .collect()
@@ -481,6 +533,30 @@ mod tests {
         assert!(m.available_channel("other").is_none());
         m.channel_closed(&b.channel);
         m.channel_closed(&a.channel);
+        assert!(m.all().is_empty());
+    }
+
+    #[test]
+    fn producers_by_client_id() {
+        let m = ProducerManager::default();
+        let (a, _rx) = client("a");
+        m.register("pg", a.clone());
+        m.register("other", a.clone());
+        assert_eq!(m.find_channel("a").unwrap().id(), a.channel.id());
+        assert!(m.find_channel("b").is_none());
+        // A reconnect: the newer channel is the client's; dropping the old one keeps it.
+        let (a2, _rx2) = client("a");
+        m.register("pg", a2.clone());
+        m.unregister("pg", &a.channel);
+        assert_eq!(m.find_channel("a").unwrap().id(), a2.channel.id());
+        m.channel_closed(&a.channel);
+        assert_eq!(m.find_channel("a").unwrap().id(), a2.channel.id());
+        a2.channel.close();
+        assert!(
+            m.find_channel("a").is_none(),
+            "a closed channel is no target"
+        );
+        m.channel_closed(&a2.channel);
         assert!(m.all().is_empty());
     }
 }

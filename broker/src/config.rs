@@ -97,6 +97,9 @@ pub struct BrokerConfig {
     /// Recalls are taken while the broker takes no writes
     /// (`allowRecallWhenBrokerNotWriteable`, true).
     pub allow_recall_when_broker_not_writeable: bool,
+    /// Replies (SEND_REPLY_MESSAGE) are stored in their reply topic as well as pushed to
+    /// the requester (`storeReplyMessageEnable`, true).
+    pub store_reply_message_enable: bool,
     /// A half message younger than this (ms) is not checked back yet
     /// (`transactionTimeOut`, 6000).
     #[serde(rename = "transactionTimeOut")]
@@ -184,6 +187,7 @@ impl Default for BrokerConfig {
             reject_transaction_message: false,
             recall_message_enable: false,
             allow_recall_when_broker_not_writeable: true,
+            store_reply_message_enable: true,
             transaction_time_out: 6_000,
             transaction_check_max: 15,
             transaction_check_interval: 60_000,
@@ -260,7 +264,6 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "filterDataCleanTimeSpan",
     "filterSupportRetry",
     "aclEnable",
-    "storeReplyMessageEnable",
     "enableDetailStat",
     "autoDeleteUnusedStats",
     "isolateLogEnable",

@@ -29,6 +29,7 @@ pub mod offsets;
 pub mod pull;
 pub mod query;
 pub mod recall;
+pub mod reply;
 pub mod role;
 pub mod send;
 pub mod send_back;
@@ -76,6 +77,9 @@ impl Processor for BrokerProcessor {
             | RequestCode::SendMessageV2
             | RequestCode::SendBatchMessage => {
                 return send::process(&self.broker, self.role.timer(), channel, &request);
+            }
+            RequestCode::SendReplyMessage | RequestCode::SendReplyMessageV2 => {
+                return reply::process(b, channel, &request);
             }
             RequestCode::PullMessage | RequestCode::LitePullMessage => {
                 return pull::process(&self.broker, channel, request);

@@ -108,8 +108,13 @@ pub fn process(
     })
 }
 
-fn decode_header(request: &RemotingCommand) -> Result<SendMessageRequestHeader, Refusal> {
-    if request.code() == RequestCode::SendMessage.code() {
+/// The send header of a send or reply: the long form for SEND_MESSAGE and
+/// SEND_REPLY_MESSAGE, the one-letter form (V2) otherwise.
+pub(super) fn decode_header(
+    request: &RemotingCommand,
+) -> Result<SendMessageRequestHeader, Refusal> {
+    let code = request.code();
+    if code == RequestCode::SendMessage.code() || code == RequestCode::SendReplyMessage.code() {
         Ok(request.decode_header::<SendMessageRequestHeader>()?)
     } else {
         Ok(request
@@ -139,7 +144,10 @@ impl Prepared {
 }
 
 /// MSG_REGION and TRACE_ON go on every send response, refusals included.
-fn send_response_extras(broker: &Broker, mut response: RemotingCommand) -> RemotingCommand {
+pub(super) fn send_response_extras(
+    broker: &Broker,
+    mut response: RemotingCommand,
+) -> RemotingCommand {
     let config = broker.config();
     response
         .header
@@ -341,7 +349,7 @@ pub fn delay_rewrite(
 
 /// RocketMQ's `msgCheck`: broker and topic permissions, topic name, auto-creation,
 /// queue id range.
-fn check(
+pub(super) fn check(
     broker: &Broker,
     channel: &Channel,
     header: &SendMessageRequestHeader,

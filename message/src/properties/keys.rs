@@ -61,3 +61,10 @@ pub const CHECK_IMMUNITY_TIME_IN_SECONDS: &str = "CHECK_IMMUNITY_TIME_IN_SECONDS
 pub const MIN_OFFSET: &str = "MIN_OFFSET";
 /// `MAX_OFFSET`: added client-side after a pull.
 pub const MAX_OFFSET: &str = "MAX_OFFSET";
+/// `REPLY_TO_CLIENT`: on a request (`DefaultMQProducer.request`), the requester's client
+/// id; copied onto its reply, whose broker pushes it to that client.
+pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
+/// `CORRELATION_ID`: pairs a reply with its request.
+pub const CORRELATION_ID: &str = "CORRELATION_ID";
+/// `PUSH_REPLY_TIME`: when the broker pushed a reply to its requester.
+pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";

@@ -44,6 +44,27 @@ ext_header! {
     }
 }
 
+ext_header! {
+    /// PUSH_REPLY_MESSAGE_TO_CLIENT (326), broker to requester: a reply's send header, plus
+    /// where it was born and stored.
+    pub struct ReplyMessageRequestHeader {
+        producer_group: String = "producerGroup",
+        topic: String = "topic",
+        default_topic: String = "defaultTopic",
+        default_topic_queue_nums: i32 = "defaultTopicQueueNums",
+        queue_id: i32 = "queueId",
+        sys_flag: i32 = "sysFlag",
+        born_timestamp: i64 = "bornTimestamp",
+        flag: i32 = "flag",
+        properties: Option<String> = "properties",
+        reconsume_times: Option<i32> = "reconsumeTimes",
+        unit_mode: bool = "unitMode",
+        born_host: String = "bornHost",
+        store_host: String = "storeHost",
+        store_timestamp: i64 = "storeTimestamp",
+    }
+}
+
 impl From<SendMessageRequestHeaderV2> for SendMessageRequestHeader {
     fn from(v2: SendMessageRequestHeaderV2) -> Self {
         SendMessageRequestHeader {

@@ -1,0 +1,199 @@
+package sluice.it;
+
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
+import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
+import org.apache.rocketmq.client.producer.DefaultMQProducer;
+import org.apache.rocketmq.client.producer.MessageQueueSelector;
+import org.apache.rocketmq.client.producer.RequestCallback;
+import org.apache.rocketmq.client.utils.MessageUtil;
+import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
+import org.apache.rocketmq.common.message.Message;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/**
+ * Request-reply ({@code DefaultMQProducer.request}) with both sides in one process, as two
+ * client instances (two client ids, two connections):
+ *
+ * <ul>
+ *   <li>a responder: a push consumer of {@code --topic} that answers every request with {@code
+ *       MessageUtil.createReplyMessage} ("reply:" + the request's body) sent by its own producer
+ *       (SEND_REPLY_MESSAGE_V2 to {@code <cluster>_REPLY_TOPIC});
+ *   <li>a requester: {@code --count} requests, one at a time, in {@code --mode} sync ({@code
+ *       request(msg, timeout)}), async ({@code request(msg, callback, timeout)}) or selector
+ *       ({@code request(msg, selector, arg, timeout)}, request i to queue {@code i % queues}).
+ * </ul>
+ *
+ * <pre>
+ * RequestReply --namesrv HOST:PORT --topic T --count N --mode sync|async|selector
+ *              [--request-timeout-ms 15000] [--timeout-ms 120000]
+ * </pre>
+ *
+ * <p>The 5.3.3 client's synchronous {@code request} methods return as soon as the request is
+ * sent, with a RequestTimeoutException "send request message to &lt;T&gt; OK, but wait reply
+ * message timeout" (its send callback counts the reply latch down): with it only async requests
+ * get their replies, whichever broker serves them. The 4.9 client's work in every mode.
+ *
+ * <p>Prints {@code SERVED <request body> <send status>} per reply the responder sent, {@code REPLY <i> queue=<q|-> rtt=<ms> body=<reply body> topic=<reply topic>} per
+ * answered request, {@code ERR request <i> <why>} per failed one, {@code ERR reply <why>} per
+ * reply the responder could not send, and {@code OK replies=<n>} (exit 0) when every request was
+ * answered with its own reply, else exit 1.
+ */
+public final class RequestReply {
+    private static final String USAGE = "--namesrv HOST:PORT --topic T --count N --mode sync|async|selector"
+            + " [--request-timeout-ms MS] [--timeout-ms MS]";
+
+    private RequestReply() {}
+
+    public static void main(String[] argv) {
+        Args args;
+        try {
+            args = Args.parse(argv,
+                    new String[] {"namesrv", "topic", "count", "mode", "request-timeout-ms", "timeout-ms"},
+                    new String[] {});
+            args.required("namesrv");
+            args.required("topic");
+            String mode = args.required("mode");
+            if (!List.of("sync", "async", "selector").contains(mode)) {
+                throw new Args.UsageException("--mode wants sync, async or selector, got " + mode);
+            }
+        } catch (Args.UsageException e) {
+            Harness.usage("RequestReply", e.getMessage(), USAGE);
+            return;
+        }
+        Harness.init("RequestReply", args.getLong("timeout-ms", 120_000));
+        Harness.exit(run(args));
+    }
+
+    private static int run(Args args) {
+        String namesrv = args.required("namesrv");
+        String topic = args.required("topic");
+        String mode = args.required("mode");
+        int count = (int) args.getLong("count", 10);
+        long requestTimeoutMs = args.getLong("request-timeout-ms", 15_000);
+        long pid = ProcessHandle.current().pid();
+        AtomicInteger replyErrors = new AtomicInteger();
+
+        DefaultMQProducer replier = new DefaultMQProducer("sluice_it_replier");
+        replier.setNamesrvAddr(namesrv);
+        replier.setVipChannelEnabled(false);
+        replier.setInstanceName("responder-" + pid);
+        DefaultMQPushConsumer responder = new DefaultMQPushConsumer("sluice_it_responder");
+        responder.setNamesrvAddr(namesrv);
+        responder.setVipChannelEnabled(false);
+        responder.setInstanceName("responder-" + pid);
+        responder.setConsumeFromWhere(ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET);
+        DefaultMQProducer requester = new DefaultMQProducer("sluice_it_requester");
+        requester.setNamesrvAddr(namesrv);
+        requester.setVipChannelEnabled(false);
+        requester.setInstanceName("requester-" + pid);
+        try {
+            responder.subscribe(topic, "*");
+            responder.registerMessageListener((MessageListenerConcurrently) (msgs, context) -> {
+                for (MessageExt request : msgs) {
+                    try {
+                        String body = new String(request.getBody(), StandardCharsets.UTF_8);
+                        Message reply = MessageUtil.createReplyMessage(request,
+                                ("reply:" + body).getBytes(StandardCharsets.UTF_8));
+                        var sent = replier.send(reply);
+                        Harness.out.println("SERVED " + Harness.oneLine(body) + " " + sent.getSendStatus());
+                    } catch (Exception e) {
+                        replyErrors.incrementAndGet();
+                        Harness.out.println("ERR reply " + Harness.describe(e));
+                    }
+                }
+                return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
+            });
+            replier.start();
+            responder.start();
+            requester.start();
+        } catch (Exception e) {
+            Harness.out.println("ERR start " + Harness.describe(e));
+            return Harness.EXIT_FAIL;
+        }
+        int answered = 0;
+        try {
+            List<MessageQueue> queues = requester.fetchPublishMessageQueues(topic);
+            for (int i = 0; i < count; i++) {
+                String body = "req-" + i;
+                Message msg = new Message(topic, body.getBytes(StandardCharsets.UTF_8));
+                long started = System.currentTimeMillis();
+                String queue = "-";
+                Message reply = null;
+                String failure = null;
+                try {
+                    switch (mode) {
+                        case "sync":
+                            reply = requester.request(msg, requestTimeoutMs);
+                            break;
+                        case "selector": {
+                            MessageQueueSelector byIndex = (mqs, m, arg) -> mqs.get((Integer) arg % mqs.size());
+                            queue = Integer.toString(queues.get(i % queues.size()).getQueueId());
+                            reply = requester.request(msg, byIndex, i, requestTimeoutMs);
+                            break;
+                        }
+                        default: {
+                            CountDownLatch done = new CountDownLatch(1);
+                            Message[] got = new Message[1];
+                            String[] err = new String[1];
+                            requester.request(msg, new RequestCallback() {
+                                @Override
+                                public void onSuccess(Message message) {
+                                    // The 5.x client calls this once the request is sent, with
+                                    // no reply yet, and again with the reply.
+                                    if (message != null) {
+                                        got[0] = message;
+                                        done.countDown();
+                                    }
+                                }
+
+                                @Override
+                                public void onException(Throwable e) {
+                                    err[0] = Harness.describe(e);
+                                    done.countDown();
+                                }
+                            }, requestTimeoutMs);
+                            if (!done.await(requestTimeoutMs + 5_000, TimeUnit.MILLISECONDS)) {
+                                err[0] = "no callback";
+                            }
+                            reply = got[0];
+                            failure = err[0];
+                        }
+                    }
+                } catch (Exception e) {
+                    failure = Harness.describe(e);
+                }
+                if (reply == null) {
+                    Harness.out.println("ERR request " + i + " " + (failure == null ? "no reply" : failure));
+                    continue;
+                }
+                String replyBody = new String(reply.getBody(), StandardCharsets.UTF_8);
+                if (!replyBody.equals("reply:" + body)) {
+                    Harness.out.println("ERR request " + i + " wrong reply " + Harness.oneLine(replyBody));
+                    continue;
+                }
+                answered++;
+                Harness.out.println("REPLY " + i + " queue=" + queue + " rtt=" + (System.currentTimeMillis() - started)
+                        + " body=" + replyBody + " topic=" + reply.getTopic());
+            }
+        } catch (Exception e) {
+            Harness.out.println("ERR " + Harness.describe(e));
+        } finally {
+            requester.shutdown();
+            responder.shutdown();
+            replier.shutdown();
+        }
+        if (answered == count && replyErrors.get() == 0) {
+            Harness.out.println("OK replies=" + answered);
+            return Harness.EXIT_OK;
+        }
+        Harness.out.println("FAIL replies=" + answered + " of " + count + " replyErrors=" + replyErrors.get());
+        return Harness.EXIT_FAIL;
+    }
+}
