@@ -25,6 +25,7 @@ use crate::role::Role;
 pub mod admin;
 pub mod client;
 pub mod end_transaction;
+pub mod ha_admin;
 pub mod offsets;
 pub mod pull;
 pub mod query;
@@ -33,6 +34,7 @@ pub mod reply;
 pub mod role;
 pub mod send;
 pub mod send_back;
+pub mod store_admin;
 
 /// Routes every broker request code to its handler.
 #[derive(Debug, Clone)]
@@ -101,6 +103,7 @@ impl Processor for BrokerProcessor {
             RequestCode::SearchOffsetByTimestamp => offsets::search_offset(b, &request),
             RequestCode::GetTopicStatsInfo => offsets::topic_stats(b, &request),
             RequestCode::GetConsumeStats => offsets::consume_stats(b, &request),
+            RequestCode::GetBrokerConsumeStats => offsets::broker_consume_stats(b, &request),
             RequestCode::QueryConsumeTimeSpan => offsets::consume_time_span(b, &request),
             RequestCode::InvokeBrokerToResetOffset => offsets::reset_offset(b, &request),
             RequestCode::CloneGroupOffset => offsets::clone_group_offset(b, &request),
@@ -108,6 +111,14 @@ impl Processor for BrokerProcessor {
             RequestCode::ViewMessageById => query::view_message(b, &request),
             RequestCode::SluiceSwitchRole => return role::switch_role(&self.role, &request),
             RequestCode::SluiceHaStatus => return Reply::Now(role::ha_status(&self.role)),
+            RequestCode::GetBrokerHaStatus => ha_admin::ha_runtime_info(b),
+            RequestCode::CleanExpiredConsumequeue => store_admin::clean_expired_consume_queues(b),
+            RequestCode::CleanUnusedTopic => store_admin::clean_unused_topics(b),
+            RequestCode::DeleteExpiredCommitlog => store_admin::delete_expired_commit_log(b),
+            RequestCode::QueryConsumeQueue => store_admin::query_consume_queue(b, &request),
+            RequestCode::SetCommitlogReadMode => store_admin::set_commit_log_read_mode(b, &request),
+            RequestCode::GetColdDataFlowCtrInfo => store_admin::cold_data_flow_ctr_info(),
+            RequestCode::ResetMasterFlushOffset => ha_admin::reset_master_flush_offset(b, &request),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
             RequestCode::CheckClientConfig => client::check_client_config(&request),

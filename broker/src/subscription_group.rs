@@ -129,6 +129,17 @@ impl SubscriptionGroupManager {
         persist::save(&self.path, &*table).map(|()| true)
     }
 
+    /// The names of the groups, sorted.
+    #[must_use]
+    pub fn names(&self) -> Vec<String> {
+        self.table
+            .read()
+            .subscription_group_table
+            .keys()
+            .cloned()
+            .collect()
+    }
+
     /// A copy of the table (slave sync, admin).
     #[must_use]
     pub fn wrapper(&self) -> SubscriptionGroupWrapper {

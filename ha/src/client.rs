@@ -95,6 +95,7 @@ pub(crate) struct ClientShared {
     last_report_ms: AtomicU64,
     last_read_ms: AtomicU64,
     bytes_received: AtomicU64,
+    rate: crate::rate::ByteRate,
     connects: AtomicU64,
 }
 
@@ -143,6 +144,7 @@ impl ClientShared {
             last_report_ms: ms(self.last_report_ms.load(Ordering::Relaxed)),
             last_read_ms: ms(self.last_read_ms.load(Ordering::Relaxed)),
             bytes_received: self.bytes_received.load(Ordering::Relaxed),
+            bytes_last_second: self.rate.last_second(now_millis()),
             connects: self.connects.load(Ordering::Relaxed),
             divergence: *self.divergence.lock(),
         }
@@ -273,6 +275,7 @@ impl ClientLoop {
             last_report_ms: AtomicU64::new(0),
             last_read_ms: AtomicU64::new(0),
             bytes_received: AtomicU64::new(0),
+            rate: crate::rate::ByteRate::default(),
             connects: AtomicU64::new(0),
         });
         let this = ClientLoop {
@@ -555,8 +558,10 @@ fn service_conn(
                 Ok(n) => {
                     conn.rbuf.end += n;
                     conn.last_read = now;
-                    shared.last_read_ms.store(now_millis(), Ordering::Relaxed);
+                    let now_ms = now_millis();
+                    shared.last_read_ms.store(now_ms, Ordering::Relaxed);
                     shared.bytes_received.fetch_add(n as u64, Ordering::Relaxed);
+                    shared.rate.add(n as u64, now_ms);
                     if dispatch(&mut conn.rbuf, log)? {
                         conn.got_frame = true;
                         let max = log.max_offset();

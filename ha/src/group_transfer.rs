@@ -87,6 +87,7 @@ pub(crate) struct SlaveEntry {
     ack: AtomicU64,
     transfer: AtomicU64,
     bytes_sent: AtomicU64,
+    rate: crate::rate::ByteRate,
     last_report_ms: AtomicU64,
 }
 
@@ -98,6 +99,7 @@ impl SlaveEntry {
             ack_offset: opt(self.ack.load(Ordering::Acquire)),
             transfer_offset: opt(self.transfer.load(Ordering::Relaxed)),
             bytes_sent: self.bytes_sent.load(Ordering::Relaxed),
+            bytes_last_second: self.rate.last_second(now_millis()),
             connected_at_ms: self.connected_at_ms,
             last_report_ms: (last != 0).then_some(last),
         }
@@ -381,6 +383,7 @@ impl GroupTransfer {
             ack: AtomicU64::new(NO_OFFSET),
             transfer: AtomicU64::new(NO_OFFSET),
             bytes_sent: AtomicU64::new(0),
+            rate: crate::rate::ByteRate::default(),
             last_report_ms: AtomicU64::new(0),
         });
         self.inner.slaves.lock().insert(id, Arc::clone(&entry));
@@ -444,6 +447,7 @@ impl SlaveRegistration {
     /// Counts bytes written to this slave (status only).
     pub(crate) fn add_bytes_sent(&self, n: u64) {
         self.entry.bytes_sent.fetch_add(n, Ordering::Relaxed);
+        self.entry.rate.add(n, now_millis());
     }
 }
 

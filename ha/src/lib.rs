@@ -33,6 +33,7 @@ pub mod frame;
 pub mod group_transfer;
 pub mod log;
 mod net;
+mod rate;
 mod service;
 pub mod status;
 #[cfg(test)]

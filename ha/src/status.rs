@@ -37,6 +37,8 @@ pub struct SlaveStatus {
     pub transfer_offset: Option<u64>,
     /// Bytes written to it, headers included.
     pub bytes_sent: u64,
+    /// Bytes written to it in the last whole second (`transferredByteInSecond`).
+    pub bytes_last_second: u64,
     /// When it connected, ms since the epoch.
     pub connected_at_ms: u64,
     /// When its last report arrived, ms since the epoch.
@@ -59,6 +61,8 @@ pub struct ClientStatus {
     pub last_read_ms: Option<u64>,
     /// Bytes received from masters, headers included.
     pub bytes_received: u64,
+    /// Bytes received in the last whole second (`transferredByteInSecond`).
+    pub bytes_last_second: u64,
     /// Connections established so far.
     pub connects: u64,
     /// Set when the master showed that it lacks this slave's tail; cleared by

@@ -153,10 +153,17 @@ impl Checkpoint {
     pub fn set_index_msg_timestamp(&self, v: i64) {
         self.index_msg_timestamp.store(v, Ordering::Release);
     }
+    /// `masterFlushedOffset`: the master's flushed offset a slave was last told.
+    #[must_use]
+    pub fn master_flushed_offset(&self) -> i64 {
+        self.master_flushed_offset.load(Ordering::Acquire)
+    }
+
     /// Sets `masterFlushedOffset`.
     pub fn set_master_flushed_offset(&self, v: i64) {
         self.master_flushed_offset.store(v, Ordering::Release);
     }
+
     /// Sets `confirmPhyOffset`.
     pub fn set_confirm_phy_offset(&self, v: i64) {
         self.confirm_phy_offset.store(v, Ordering::Release);

@@ -6,7 +6,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU8, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -55,6 +55,8 @@ pub(crate) struct Shared {
     closed: AtomicBool,
     /// Why puts are refused ([`refuse`] bits), checked before the put lock.
     refuse: AtomicU8,
+    /// `maxMessageSize`, changeable at run time ([`CommitLog::set_max_message_size`]).
+    max_message_size: AtomicUsize,
     /// Held by the services around commit/flush and the publication of their
     /// offsets, and by `truncate_dirty`, so a sync that started before a truncation
     /// cannot publish a durable offset past it.
@@ -172,6 +174,7 @@ impl CommitLog {
                 config.warm_maped_file_enable,
                 pool,
             ),
+            max_message_size: AtomicUsize::new(config.max_message_size),
             config,
             queue,
             checkpoint,
@@ -286,7 +289,7 @@ impl CommitLog {
 
     fn check_sizes(&self, len: Option<usize>) -> std::result::Result<usize, PutMessageStatus> {
         let len = len.ok_or(PutMessageStatus::MessageIllegal)?;
-        if len > self.shared.config.max_record_size()
+        if len > self.max_record_size()
             || (len + END_FILE_MIN_BLANK_LENGTH) as u64 > self.file_size()
         {
             return Err(PutMessageStatus::MessageIllegal);
@@ -401,7 +404,7 @@ impl CommitLog {
     /// unlock. Durability is awaited separately with [`wait_flushed`](Self::wait_flushed).
     pub fn put(&self, msg: &MessageInner) -> PutResult {
         let sys = sys_flag::with_host_bits(msg.sys_flag, &msg.born_host, &msg.store_host);
-        if msg.body.len() > self.shared.config.max_message_size {
+        if msg.body.len() > self.max_message_size() {
             warn!(topic = %msg.topic, body = msg.body.len(), "message body exceeds maxMessageSize");
             return PutResult::failed(PutMessageStatus::MessageIllegal);
         }
@@ -490,7 +493,7 @@ impl CommitLog {
     pub fn put_batch(&self, batch: &MessageBatch) -> PutResult {
         let sys = sys_flag::with_host_bits(batch.sys_flag, &batch.born_host, &batch.store_host);
         if sys_flag::transaction_type(sys) != sys_flag::TRANSACTION_NOT_TYPE
-            || batch.body.len() > self.shared.config.max_message_size
+            || batch.body.len() > self.max_message_size()
         {
             return PutResult::failed(PutMessageStatus::MessageIllegal);
         }
@@ -528,7 +531,7 @@ impl CommitLog {
         let mut lens = Vec::with_capacity(entries.len());
         for e in &entries {
             match fields(e).encoded_len() {
-                Some(l) if l <= self.shared.config.max_record_size() => lens.push(l),
+                Some(l) if l <= self.max_record_size() => lens.push(l),
                 _ => return PutResult::failed(PutMessageStatus::MessageIllegal),
             }
         }
@@ -657,6 +660,50 @@ impl CommitLog {
             Some(f) => PhyOffset(f.from()),
             None => PhyOffset(0),
         }
+    }
+
+    /// The largest body a put takes (`maxMessageSize`).
+    #[must_use]
+    pub fn max_message_size(&self) -> usize {
+        self.shared.max_message_size.load(Ordering::Relaxed)
+    }
+
+    /// The largest record a put writes: the largest body plus room for its other fields.
+    fn max_record_size(&self) -> usize {
+        self.max_message_size()
+            .saturating_add(crate::config::RECORD_OVERHEAD_MAX)
+    }
+
+    /// Changes `maxMessageSize` at run time (`mqadmin updateBrokerConfig`), with the
+    /// checks it has at start: positive, at most `i32::MAX`, and a record of that size
+    /// still fits a CommitLog file.
+    ///
+    /// # Errors
+    /// The value breaks one of them (nothing is changed).
+    pub fn set_max_message_size(&self, size: usize) -> std::result::Result<(), String> {
+        let record = size.saturating_add(crate::config::RECORD_OVERHEAD_MAX) as u64;
+        if size == 0 || size > i32::MAX as usize || record + 8 > self.file_size() {
+            return Err(format!(
+                "maxMessageSize={size} is out of range: more than 0, at most {}, and a record of that size must fit a {} byte CommitLog file",
+                i32::MAX,
+                self.file_size()
+            ));
+        }
+        self.shared.max_message_size.store(size, Ordering::Relaxed);
+        info!(max_message_size = size, "maxMessageSize changed");
+        Ok(())
+    }
+
+    /// Fault readahead on or off for the CommitLog's files, now and later
+    /// (`mqadmin setCommitLogReadAheadMode`; RocketMQ's `dataReadAheadEnable`).
+    pub fn set_read_ahead(&self, enabled: bool) {
+        self.shared.queue.set_read_ahead(enabled);
+    }
+
+    /// Whether fault readahead is on.
+    #[must_use]
+    pub fn read_ahead(&self) -> bool {
+        self.shared.queue.read_ahead()
     }
 
     /// The files (oldest first), for expiry and diagnostics.

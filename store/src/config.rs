@@ -13,6 +13,9 @@ use crate::error::ConfigError;
 pub const DEFAULT_MAPPED_FILE_SIZE_COMMIT_LOG: u64 = 1024 * 1024 * 1024;
 /// Default largest message body: 4 MiB (`maxMessageSize`).
 pub const DEFAULT_MAX_MESSAGE_SIZE: usize = 4 * 1024 * 1024;
+/// Room a record may take beyond its body (topic, properties, fixed fields), as RocketMQ
+/// reserves it.
+pub const RECORD_OVERHEAD_MAX: usize = 64 * 1024;
 /// Smallest CommitLog file size we accept (one OS page).
 pub const MIN_MAPPED_FILE_SIZE: u64 = 4096;
 /// Largest CommitLog file size: RocketMQ keeps positions in a Java `int`.
@@ -447,7 +450,7 @@ impl StoreConfig {
     /// Largest record the encoder accepts: body limit + 64 KiB, as RocketMQ reserves.
     #[must_use]
     pub fn max_record_size(&self) -> usize {
-        self.max_message_size.saturating_add(64 * 1024)
+        self.max_message_size.saturating_add(RECORD_OVERHEAD_MAX)
     }
 
     /// Rejects impossible values and clamps odd ones (with a warning).

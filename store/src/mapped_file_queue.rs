@@ -5,7 +5,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 use tracing::{debug, warn};
@@ -22,6 +22,9 @@ pub struct MappedFileQueue {
     flushed_where: AtomicU64,
     committed_where: AtomicU64,
     pool: Option<Arc<TransientStorePool>>,
+    /// Cleared by [`set_read_ahead`](Self::set_read_ahead): files are read without fault
+    /// readahead (`MADV_RANDOM`), those added later too.
+    no_read_ahead: AtomicBool,
 }
 
 impl MappedFileQueue {
@@ -88,6 +91,7 @@ impl MappedFileQueue {
             flushed_where: AtomicU64::new(0),
             committed_where: AtomicU64::new(0),
             pool,
+            no_read_ahead: AtomicBool::new(false),
         })
     }
 
@@ -101,6 +105,7 @@ impl MappedFileQueue {
             flushed_where: AtomicU64::new(0),
             committed_where: AtomicU64::new(0),
             pool: None,
+            no_read_ahead: AtomicBool::new(false),
         }
     }
 
@@ -189,7 +194,26 @@ impl MappedFileQueue {
                 .last()
                 .is_none_or(|l| l.from() + self.file_size as u64 == file.from())
         );
+        if self.no_read_ahead.load(Ordering::Acquire) {
+            file.advise_random(true);
+        }
         files.push(file);
+    }
+
+    /// Fault readahead on (`MADV_NORMAL`, the default) or off (`MADV_RANDOM`) for every
+    /// file, now and later (`mqadmin setCommitLogReadAheadMode`).
+    pub fn set_read_ahead(&self, enabled: bool) {
+        let files = self.files.write();
+        self.no_read_ahead.store(!enabled, Ordering::Release);
+        for file in files.iter() {
+            file.advise_random(!enabled);
+        }
+    }
+
+    /// Whether fault readahead is on ([`set_read_ahead`](Self::set_read_ahead)).
+    #[must_use]
+    pub fn read_ahead(&self) -> bool {
+        !self.no_read_ahead.load(Ordering::Acquire)
     }
 
     /// First offset held (0 if empty).

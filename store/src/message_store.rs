@@ -518,6 +518,36 @@ impl MessageStore {
         }
     }
 
+    /// Drops every consume queue whose last message lies wholly below the CommitLog's first
+    /// offset (`mqadmin cleanExpiredCQ`, RocketMQ's `cleanExpiredConsumerQueue`): all its
+    /// messages are gone, and its queue offsets start again at 0. Returns how many went.
+    pub fn clean_expired_consume_queues(&self) -> usize {
+        let i = &self.inner;
+        let min = i.commit_log.min_offset().0;
+        let mut removed = 0;
+        for cq in i.cqs.all() {
+            // An empty queue may have been created a moment ago: kept, as RocketMQ does.
+            let Some(last) = cq.last_unit() else {
+                continue;
+            };
+            if last.commit_log_offset + u64::from(last.size) > min {
+                continue;
+            }
+            i.cqs.remove_queue(&cq);
+            if let Err(e) = cq.destroy() {
+                warn!(topic = cq.topic(), queue_id = cq.queue_id(), error = %e, "cannot delete expired consume queue files");
+            }
+            i.commit_log.remove_queue(cq.topic(), cq.queue_id());
+            info!(
+                topic = cq.topic(),
+                queue_id = cq.queue_id(),
+                "expired consume queue removed"
+            );
+            removed += 1;
+        }
+        removed
+    }
+
     // ------------------------------------------------------------------ positions
 
     /// First CommitLog offset held.

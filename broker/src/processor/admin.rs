@@ -39,16 +39,6 @@ fn json<T: Serialize>(value: &T) -> Result<Vec<u8>, Refusal> {
     Ok(fastjson::to_vec(value, fastjson::KeyStyle::Fastjson)?)
 }
 
-/// Topic and group writes are refused on a slave (`validateSlave`).
-fn refuse_on_slave(broker: &Broker) -> Result<(), Refusal> {
-    if broker.role().is_master() {
-        return Ok(());
-    }
-    Err(Refusal::system(
-        "Can't modify topic or subscription group from slave broker, please execute it from master broker.",
-    ))
-}
-
 /// UPDATE_AND_CREATE_TOPIC (17).
 pub fn update_and_create_topic(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
     match prepare_topic_update(broker, request) {
@@ -75,7 +65,6 @@ fn prepare_topic_update(
     broker: &Broker,
     request: &RemotingCommand,
 ) -> Result<TopicConfig, Refusal> {
-    refuse_on_slave(broker)?;
     let h: CreateTopicRequestHeader = request.decode_header()?;
     validate_topic(&h.topic).map_err(|e| Refusal::system(e.to_string()))?;
     if system::is_system_topic(&h.topic) || h.topic == broker.config().broker_cluster_name {
@@ -100,7 +89,6 @@ fn prepare_topic_update(
 /// DELETE_TOPIC_IN_BROKER (215): the config and the topic's offsets go; CommitLog
 /// data stays until it expires.
 pub fn delete_topic(broker: &Broker, request: &RemotingCommand) -> Handled {
-    refuse_on_slave(broker)?;
     let h: DeleteTopicRequestHeader = request.decode_header()?;
     validate_topic(&h.topic).map_err(|e| Refusal::system(e.to_string()))?;
     if system::is_system_topic(&h.topic) {
@@ -163,7 +151,6 @@ pub fn system_topics(broker: &Broker) -> Handled {
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200).
 pub fn update_subscription_group(broker: &Broker, request: &RemotingCommand) -> Handled {
-    refuse_on_slave(broker)?;
     let config: SubscriptionGroupConfig = fastjson::from_slice(&request.body.to_bytes())?;
     broker
         .groups
@@ -174,7 +161,6 @@ pub fn update_subscription_group(broker: &Broker, request: &RemotingCommand) -> 
 
 /// DELETE_SUBSCRIPTIONGROUP (207), with its offsets when asked.
 pub fn delete_subscription_group(broker: &Broker, request: &RemotingCommand) -> Handled {
-    refuse_on_slave(broker)?;
     let h: DeleteSubscriptionGroupRequestHeader = request.decode_header()?;
     broker
         .groups
@@ -274,6 +260,11 @@ pub fn config_properties(broker: &Broker) -> BTreeMap<String, String> {
     };
     add(serde_json::to_value(&*broker.config()).unwrap_or_default());
     add(serde_json::to_value(broker.store.config()).unwrap_or_default());
+    // Store keys that change at run time: their live values.
+    props.insert(
+        MAX_MESSAGE_SIZE.into(),
+        broker.store.commit_log().max_message_size().to_string(),
+    );
     props.insert("listenPort".into(), broker.listen_port().to_string());
     props
 }
@@ -289,7 +280,11 @@ pub fn broker_config(broker: &Broker) -> Handled {
 }
 
 /// Keys UPDATE_BROKER_CONFIG may change at run time. Store settings need a restart.
+/// The store key UPDATE_BROKER_CONFIG may change at run time (the body limit of puts).
+const MAX_MESSAGE_SIZE: &str = "maxMessageSize";
+
 const RUNTIME_KEYS: &[&str] = &[
+    MAX_MESSAGE_SIZE,
     "brokerPermission",
     "autoCreateTopicEnable",
     "autoCreateSubscriptionGroup",
@@ -351,6 +346,13 @@ pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handl
             "{k}={v} cannot be applied at run time; set it in the config file and restart"
         )));
     }
+    // Store keys: parsed and checked before anything changes.
+    let max_message_size = match updates.get(MAX_MESSAGE_SIZE) {
+        None => None,
+        Some(v) => Some(v.trim().parse::<usize>().map_err(|_| {
+            Refusal::system(format!("{MAX_MESSAGE_SIZE}={v} is not a size in bytes"))
+        })?),
+    };
     // Re-read the whole config with the updates applied, so values are parsed and
     // validated exactly as at start.
     current.extend(updates.clone());
@@ -361,6 +363,13 @@ pub fn update_broker_config(broker: &Broker, request: &RemotingCommand) -> Handl
     updated
         .sanitize()
         .map_err(|e| Refusal::system(e.to_string()))?;
+    if let Some(size) = max_message_size {
+        broker
+            .store
+            .commit_log()
+            .set_max_message_size(size)
+            .map_err(Refusal::system)?;
+    }
     info!(?updates, "broker config updated");
     let permission_changed = updated.broker_permission != broker.config().broker_permission;
     let namesrv_changed = updated.namesrv_addr != broker.config().namesrv_addr;

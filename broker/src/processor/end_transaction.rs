@@ -187,7 +187,7 @@ fn final_response(broker: &Broker, result: &PutResult) -> Result<(), Refusal> {
                 ResponseCode::MessageIllegal,
                 format!(
                     "The message is illegal, maybe msg body or properties length not matched. msg body length limit {}B, msg properties length limit 32KB.",
-                    broker.store.config().max_message_size
+                    broker.store.commit_log().max_message_size()
                 ),
             ))
         }

@@ -6,11 +6,11 @@
 use std::collections::BTreeMap;
 
 use remoting::protocol::admin::{
-    ConsumeStats, MessageQueueOffset, OffsetWrapper, QueryConsumeTimeSpanBody, QueueTimeSpan,
-    ResetOffsetBody, ResetOffsetBodyForC, TopicOffset, TopicStatsTable,
+    ConsumeStats, ConsumeStatsList, MessageQueueOffset, OffsetWrapper, QueryConsumeTimeSpanBody,
+    QueueTimeSpan, ResetOffsetBody, ResetOffsetBodyForC, TopicOffset, TopicStatsTable,
 };
 use remoting::protocol::broker::{
-    CloneGroupOffsetRequestHeader, GetConsumeStatsRequestHeader,
+    CloneGroupOffsetRequestHeader, GetConsumeStatsInBrokerHeader, GetConsumeStatsRequestHeader,
     GetEarliestMsgStoretimeRequestHeader, GetEarliestMsgStoretimeResponseHeader,
     GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader, GetMinOffsetRequestHeader,
     GetMinOffsetResponseHeader, GetTopicStatsInfoRequestHeader, QueryConsumeTimeSpanRequestHeader,
@@ -167,28 +167,74 @@ pub fn consume_stats(broker: &Broker, request: &RemotingCommand) -> Handled {
             }
         }
         for queue_id in 0..config.read_queue_nums {
-            let broker_offset = broker.store.max_offset_in_queue(&topic, queue_id);
-            let consumer_offset = broker
-                .offsets
-                .query(&h.consumer_group, &topic, queue_id)
-                .unwrap_or(0)
-                .max(0);
-            let last_timestamp = u64::try_from(consumer_offset - 1)
-                .ok()
-                .and_then(|o| broker.store.message_store_timestamp(&topic, queue_id, o))
-                .unwrap_or(0);
             stats.offset_table.insert(
                 mq(broker, &topic, queue_id),
-                OffsetWrapper {
-                    broker_offset: as_i64(broker_offset),
-                    consumer_offset,
-                    pull_offset: consumer_offset,
-                    last_timestamp,
-                },
+                queue_progress(broker, &h.consumer_group, &topic, queue_id),
             );
         }
     }
     Ok(success().with_body(json(&stats)?))
+}
+
+/// Where `group` is in one queue: the queue's end, the group's committed offset, and when
+/// the last message it consumed was stored.
+fn queue_progress(broker: &Broker, group: &str, topic: &str, queue_id: i32) -> OffsetWrapper {
+    let broker_offset = broker.store.max_offset_in_queue(topic, queue_id);
+    let consumer_offset = broker
+        .offsets
+        .query(group, topic, queue_id)
+        .unwrap_or(0)
+        .max(0);
+    let last_timestamp = u64::try_from(consumer_offset - 1)
+        .ok()
+        .and_then(|o| broker.store.message_store_timestamp(topic, queue_id, o))
+        .unwrap_or(0);
+    OffsetWrapper {
+        broker_offset: as_i64(broker_offset),
+        consumer_offset,
+        pull_offset: consumer_offset,
+        last_timestamp,
+    }
+}
+
+/// GET_BROKER_CONSUME_STATS (317, `mqadmin brokerConsumeStats`): every subscription
+/// group's progress in every topic it has offsets in (`isOrder`: ordered topics only), and
+/// the broker's total lag.
+pub fn broker_consume_stats(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: GetConsumeStatsInBrokerHeader = request.decode_header()?;
+    let mut body = ConsumeStatsList {
+        broker_addr: broker.config().broker_addr(broker.listen_port()),
+        ..ConsumeStatsList::default()
+    };
+    for group in broker.groups.names() {
+        let online = broker.consumers.group(&group);
+        let mut per_topic = Vec::new();
+        for topic in broker.offsets.topics_of_group(&group) {
+            let Some(config) = broker.topics.select(&topic) else {
+                continue;
+            };
+            if h.is_order && !config.order {
+                continue;
+            }
+            // A group online that does not subscribe to the topic has no stats for it.
+            if online.as_ref().is_some_and(|g| {
+                !g.subscriptions.is_empty() && !g.subscriptions.contains_key(&topic)
+            }) {
+                continue;
+            }
+            let mut stats = ConsumeStats::default();
+            for queue_id in 0..config.write_queue_nums {
+                let p = queue_progress(broker, &group, &topic, queue_id);
+                body.total_diff += p.broker_offset - p.consumer_offset;
+                body.total_inflight_diff += p.pull_offset - p.consumer_offset;
+                stats.offset_table.insert(mq(broker, &topic, queue_id), p);
+            }
+            per_topic.push(stats);
+        }
+        body.consume_stats_list
+            .push(std::iter::once((group, per_topic)).collect());
+    }
+    Ok(success().with_body(json(&body)?))
 }
 
 /// QUERY_CONSUME_TIME_SPAN (303).

@@ -99,6 +99,8 @@ pub mod system {
     pub const REPLY_TOPIC_POSTFIX: &str = "REPLY_TOPIC";
     /// Prefix of 5.x system topics.
     pub const SYSTEM_TOPIC_PREFIX: &str = "rmq_sys_";
+    /// Prefix of light message queue topics (`MixAll.LMQ_PREFIX`).
+    pub const LMQ_PREFIX: &str = "%LMQ%";
     /// Group used by mqadmin tools.
     pub const TOOLS_CONSUMER_GROUP: &str = "TOOLS_CONSUMER";
     /// Group of the broker's own inner producer.

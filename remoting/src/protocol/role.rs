@@ -216,3 +216,65 @@ mod tests {
         assert!(!body.is_master() && !body.fenced && body.max_offset == 7);
     }
 }
+
+/// GET_BROKER_HA_STATUS (907) answer body (RocketMQ's `HARuntimeInfo`, what `mqadmin
+/// haStatus` prints): a master's slaves, or a slave's link to its master.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HaRuntimeInfo {
+    /// A master (of either kind).
+    pub master: bool,
+    /// The master's CommitLog max offset.
+    pub master_commit_log_max_offset: u64,
+    /// Slaves within `haMaxGapNotInSync` of it.
+    pub in_sync_slave_nums: i32,
+    /// One per connected slave (masters).
+    pub ha_connection_info: Vec<HaConnectionRuntimeInfo>,
+    /// The link to the master (slaves).
+    pub ha_client_runtime_info: HaClientRuntimeInfo,
+}
+
+/// One slave connection as its master sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HaConnectionRuntimeInfo {
+    /// The slave's `ip:port`.
+    pub addr: String,
+    /// Last offset it acknowledged.
+    pub slave_ack_offset: u64,
+    /// Master max offset minus that.
+    pub diff: u64,
+    /// Within `haMaxGapNotInSync`.
+    pub in_sync: bool,
+    /// Bytes sent to it in the last whole second.
+    pub transferred_byte_in_second: u64,
+    /// Next offset sent to it.
+    pub transfer_from_where: u64,
+}
+
+/// A slave's link to its master.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct HaClientRuntimeInfo {
+    /// The master HA address followed.
+    pub master_addr: Option<String>,
+    /// Bytes received in the last whole second.
+    pub transferred_byte_in_second: u64,
+    /// This broker's CommitLog max offset.
+    pub max_offset: u64,
+    /// When bytes last came from the master, ms since the epoch.
+    pub last_read_timestamp: u64,
+    /// When a report was last written to it, ms since the epoch.
+    pub last_write_timestamp: u64,
+    /// The master's flushed offset as last set (`resetMasterFlushOffset`).
+    pub master_flush_offset: i64,
+    /// Connected now.
+    pub activated: bool,
+}
+
+ext_header! {
+    /// RESET_MASTER_FLUSH_OFFSET (908) request.
+    pub struct ResetMasterFlushOffsetHeader {
+        master_flush_offset: Option<i64> = "masterFlushOffset",
+    }
+}

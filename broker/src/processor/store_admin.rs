@@ -1,0 +1,139 @@
+//! Store maintenance and inspection codes of Apache's mqadmin: CLEAN_EXPIRED_CONSUMEQUEUE
+//! (306, `cleanExpiredCQ`), CLEAN_UNUSED_TOPIC (316, `cleanUnusedTopic`),
+//! DELETE_EXPIRED_COMMITLOG (329, `deleteExpiredCommitLog`), QUERY_CONSUME_QUEUE (321,
+//! `queryCq`), SET_COMMITLOG_READ_MODE (2004, `setCommitLogReadAheadMode`) and
+//! GET_COLD_DATA_FLOW_CTR_INFO (2003, `getColdDataFlowCtrInfo`).
+
+use std::collections::HashSet;
+
+use remoting::protocol::admin::{ConsumeQueueData, QueryConsumeQueueResponseBody};
+use remoting::protocol::broker::QueryConsumeQueueRequestHeader;
+use remoting::protocol::constants::system;
+use remoting::{RemotingCommand, ResponseCode, fastjson};
+use tracing::info;
+
+use super::{Handled, Refusal, success};
+use crate::broker::Broker;
+
+/// `madvise` advice values the mode of SET_COMMITLOG_READ_MODE names (Linux's).
+const MADV_NORMAL: i32 = 0;
+const MADV_RANDOM: i32 = 1;
+/// The ext field SET_COMMITLOG_READ_MODE carries the mode in (`FIleReadaheadMode`).
+const READ_AHEAD_MODE: &str = "READ_AHEAD_MODE";
+
+/// CLEAN_EXPIRED_CONSUMEQUEUE: consume queues whose messages have all expired go.
+pub fn clean_expired_consume_queues(broker: &Broker) -> Handled {
+    let removed = broker.store.clean_expired_consume_queues();
+    info!(removed, "cleanExpiredCQ");
+    Ok(success())
+}
+
+/// CLEAN_UNUSED_TOPIC: the consume queues of topics this broker no longer has (not system
+/// topics, not LMQ ones) go, as RocketMQ's `cleanUnusedTopic` does.
+pub fn clean_unused_topics(broker: &Broker) -> Handled {
+    let kept: HashSet<String> = broker.topics.topic_names().into_iter().collect();
+    let unused: Vec<String> = broker
+        .store
+        .consume_queues()
+        .topics()
+        .into_iter()
+        .filter(|t| {
+            !kept.contains(t) && !system::is_system_topic(t) && !t.starts_with(system::LMQ_PREFIX)
+        })
+        .collect();
+    info!(topics = ?unused, "cleanUnusedTopic");
+    broker.store.delete_topics(&unused);
+    Ok(success())
+}
+
+/// DELETE_EXPIRED_COMMITLOG: the next cleanup passes delete expired CommitLog files
+/// whatever the hour (`deleteWhen`); retention (`fileReservedTime`) still applies.
+pub fn delete_expired_commit_log(broker: &Broker) -> Handled {
+    broker.store.execute_delete_files_manually();
+    info!("deleteExpiredCommitLog: expired files are deleted from the next cleanup pass on");
+    Ok(success())
+}
+
+/// SET_COMMITLOG_READ_MODE: fault readahead on (0, MADV_NORMAL) or off (1, MADV_RANDOM)
+/// for the CommitLog's files.
+pub fn set_commit_log_read_mode(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let Some(mode) = request.ext(READ_AHEAD_MODE) else {
+        return Err(Refusal::system("set commitlog readahead mode param error"));
+    };
+    let mode = match mode.trim().parse::<i32>() {
+        Ok(m @ (MADV_NORMAL | MADV_RANDOM)) => m,
+        Ok(_) => {
+            return Err(Refusal::new(
+                ResponseCode::InvalidParameter,
+                "set commitlog readahead mode param value error",
+            ));
+        }
+        Err(_) => return Err(Refusal::system("set commitlog readahead mode failed")),
+    };
+    broker
+        .store
+        .commit_log()
+        .set_read_ahead(mode == MADV_NORMAL);
+    info!(mode, "commit log readahead mode set");
+    let mut response = success();
+    response.header.remark = Some(format!(
+        "set commitlog readahead mode success, mode: {mode}"
+    ));
+    Ok(response)
+}
+
+/// GET_COLD_DATA_FLOW_CTR_INFO: sluice has no cold-read flow control, so no table: the
+/// answer without a body, which mqadmin prints as "has no cold ctr table".
+pub fn cold_data_flow_ctr_info() -> Handled {
+    Ok(success())
+}
+
+/// QUERY_CONSUME_QUEUE: up to `count` units of a consume queue from `index`, with the
+/// group's subscription when one is named.
+pub fn query_consume_queue(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let h: QueryConsumeQueueRequestHeader = request.decode_header()?;
+    let topic = h.topic.unwrap_or_default();
+    let (queue_id, index, count) = (
+        h.queue_id.unwrap_or(0),
+        h.index.unwrap_or(0),
+        h.count.unwrap_or(0),
+    );
+    let Some(cq) = broker.store.consume_queues().get(&topic, queue_id) else {
+        return Err(Refusal::system(format!("{queue_id}@{topic} is not exist!")));
+    };
+    let (min, max) = (cq.min_offset(), cq.max_offset());
+    let (subscription_data, filter_data) = match &h.consumer_group {
+        None => (None, None),
+        Some(group) => match broker.consumers.subscription(group, &topic) {
+            None => (None, Some(format!("{group}@{topic} is not online!"))),
+            // Tag subscriptions have no filter data (RocketMQ keeps it for SQL92 only).
+            Some(sub) => (Some(sub), Some("null".to_owned())),
+        },
+    };
+    let start = u64::try_from(index).ok().filter(|i| (min..max).contains(i));
+    let Some(start) = start else {
+        let mut response = success();
+        response.header.remark = Some(format!("Index {index} of {queue_id}@{topic} is not exist!"));
+        return Ok(response);
+    };
+    let end = start
+        .saturating_add(u64::try_from(count).unwrap_or(0))
+        .min(max);
+    let queue_data = (start..end)
+        .filter_map(|q| cq.unit_at(q))
+        .map(|u| ConsumeQueueData {
+            physic_offset: i64::try_from(u.commit_log_offset).unwrap_or(i64::MAX),
+            physic_size: i32::try_from(u.size).unwrap_or(i32::MAX),
+            tags_code: u.tags_code,
+            ..ConsumeQueueData::default()
+        })
+        .collect();
+    let view = QueryConsumeQueueResponseBody {
+        subscription_data,
+        filter_data,
+        queue_data,
+        max_queue_index: i64::try_from(max).unwrap_or(i64::MAX),
+        min_queue_index: i64::try_from(min).unwrap_or(i64::MAX),
+    };
+    Ok(success().with_body(fastjson::to_vec(&view, fastjson::KeyStyle::Fastjson)?))
+}
