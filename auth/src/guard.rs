@@ -70,6 +70,11 @@ impl Guard {
                 crate::plain::migrate(&p.snapshot(), &store);
             }
         }
+        if config.acl_enable {
+            if let Some(p) = &plain {
+                p.watch();
+            }
+        }
         if config.enforces() {
             info!(
                 authentication = config.authentication_enabled,

@@ -259,7 +259,6 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "maxErrorRateOfBloomFilter",
     "filterDataCleanTimeSpan",
     "filterSupportRetry",
-    "aclEnable",
     "storeReplyMessageEnable",
     "enableDetailStat",
     "autoDeleteUnusedStats",
