@@ -1,0 +1,463 @@
+//! Authentication and authorization (issue 15 part 3) with the official Java clients, each case
+//! run the same way against sluice (our `mqnamesrv` + `mqbroker`) and against Apache RocketMQ
+//! 5.3.3's broker (from Maven Central, registered with our name server), so the expectation is
+//! Apache's own behaviour:
+//!
+//! - **ACL 2.0** (`authenticationEnabled` + `authorizationEnabled`, the 5.3.3 client's
+//!   `AclClientRPCHook`): topics, users and ACLs made with Apache's `mqadmin` 5.3.3 signing as the
+//!   super user (`updateTopic`, `createUser`, `createAcl`); then right keys (send and pull
+//!   allowed), a wrong secret, an unknown user, no credentials, a topic without an entry, a topic
+//!   denied by a literal Deny under a prefix Allow, a group without an entry, and a topic allowed
+//!   only from 10.0.0.0/8 — each refused with NO_PERMISSION (16) and Apache's remark; a normal
+//!   user refused an admin request (Cluster:Update); `getUser`, `listAcl`, `updateUser` (disable),
+//!   `deleteAcl`, `deleteUser` as Apache's mqadmin prints and does them.
+//! - **4.9 plain ACL** (`aclEnable=true`, `plain_acl.yml`, the 4.9.8 client's hook) against
+//!   sluice: refusals are SYSTEM_ERROR (1) with the `AclException` text 4.9.8 answers, and a
+//!   change to the file takes effect without a restart.
+
+#![allow(
+    clippy::unwrap_used,
+    reason = "test code: a failed step should fail the test"
+)]
+
+use std::fs;
+use std::time::{Duration, Instant};
+
+use integration_tests::acl::{ROOT, acl_2_settings, mqadmin_as, outcomes, probe};
+use integration_tests::harness::{ApacheBroker, BrokerProcess, NamesrvProcess, TestDir};
+use integration_tests::java::{JavaTools, V4, V5};
+
+const ALICE: (&str, &str) = ("alice", "alice-secret");
+const NO_PERMISSION: i32 = 16;
+const SYSTEM_ERROR: i32 = 1;
+
+enum Broker {
+    Sluice(BrokerProcess),
+    Apache(ApacheBroker),
+}
+
+struct Target {
+    name: &'static str,
+    broker: Broker,
+    // Dropped after the broker.
+    ns: NamesrvProcess,
+    java: &'static JavaTools,
+}
+
+impl Target {
+    fn sluice(settings: &[(&str, String)]) -> Target {
+        let ns = NamesrvProcess::start();
+        let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let broker = BrokerProcess::start_with(&ns.addr(), &pairs);
+        Target {
+            name: "sluice",
+            broker: Broker::Sluice(broker),
+            ns,
+            java: JavaTools::get(V5),
+        }
+    }
+
+    fn apache(settings: &[(&str, String)]) -> Target {
+        let ns = NamesrvProcess::start();
+        let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let broker = ApacheBroker::start("5.3.3", &ns.addr(), "ASYNC_MASTER", 0, &pairs);
+        Target {
+            name: "Apache 5.3.3",
+            broker: Broker::Apache(broker),
+            ns,
+            java: JavaTools::get(V5),
+        }
+    }
+
+    fn addr(&self) -> String {
+        match &self.broker {
+            Broker::Sluice(b) => b.addr(),
+            Broker::Apache(b) => b.addr(),
+        }
+    }
+
+    /// Apache's mqadmin as `who` on this broker (`-b`), output checked for success.
+    fn admin(&self, who: (&str, &str), args: &[&str]) -> String {
+        let addr = self.addr();
+        let mut all = args.to_vec();
+        all.extend(["-b", &addr]);
+        let out = mqadmin_as(self.java, &self.ns.addr(), Some(who), &all);
+        assert!(
+            out.success(),
+            "{}: mqadmin {args:?} failed:\n{out}",
+            self.name
+        );
+        out.stdout.clone()
+    }
+
+    fn send(&self, who: Option<(&str, &str)>, topic: &str) -> Vec<Result<String, (i32, String)>> {
+        let out = probe(self.java, &self.ns.addr(), who, topic, "g_ok", 1, false);
+        let got = outcomes(&out, "SEND");
+        assert_eq!(got.len(), 1, "{}: one send expected:\n{out}", self.name);
+        got
+    }
+
+    fn refused(&self, who: Option<(&str, &str)>, topic: &str) -> (i32, String) {
+        match self.send(who, topic).remove(0) {
+            Ok(id) => panic!(
+                "{}: send to {topic} as {who:?} was accepted ({id})",
+                self.name
+            ),
+            Err(e) => e,
+        }
+    }
+}
+
+fn deny(what: &str, detail: &str) -> (i32, String) {
+    (
+        NO_PERMISSION,
+        format!("User:alice has no permission to access {what} from 127.0.0.1, {detail}"),
+    )
+}
+
+fn acl_2(t: &Target) {
+    for topic in ["ok_t", "ok_denied", "ip_t"] {
+        t.admin(ROOT, &["updateTopic", "-t", topic, "-r", "4", "-w", "4"]);
+    }
+    let created = t.admin(ROOT, &["createUser", "-u", ALICE.0, "-p", ALICE.1]);
+    assert!(created.contains("create user to"), "{}: {created}", t.name);
+    t.admin(
+        ROOT,
+        &[
+            "createAcl",
+            "-s",
+            "User:alice",
+            "-r",
+            "Topic:ok_*,Group:g_ok",
+            "-a",
+            "Pub,Sub",
+            "-d",
+            "Allow",
+        ],
+    );
+    t.admin(
+        ROOT,
+        &[
+            "createAcl",
+            "-s",
+            "User:alice",
+            "-r",
+            "Topic:ip_t",
+            "-a",
+            "Pub",
+            "-i",
+            "10.0.0.0/8",
+            "-d",
+            "Allow",
+        ],
+    );
+    t.admin(
+        ROOT,
+        &[
+            "createAcl",
+            "-s",
+            "User:alice",
+            "-r",
+            "Topic:ok_denied",
+            "-a",
+            "Pub,Sub",
+            "-d",
+            "Deny",
+        ],
+    );
+
+    // Right keys: sent, and pulled back as an allowed group.
+    let out = probe(t.java, &t.ns.addr(), Some(ALICE), "ok_t", "g_ok", 2, true);
+    let sends = outcomes(&out, "SEND");
+    assert!(
+        sends.len() == 2 && sends.iter().all(Result::is_ok),
+        "{}: {out}",
+        t.name
+    );
+    let pulls = outcomes(&out, "PULL");
+    assert!(
+        matches!(pulls.as_slice(), [Ok(p)] if p.starts_with("FOUND")),
+        "{}: pull as g_ok: {out}",
+        t.name
+    );
+
+    let check = |got: (i32, String), want: (i32, String), case: &str| {
+        assert_eq!(got, want, "{}: {case}", t.name);
+    };
+    check(
+        t.refused(Some((ALICE.0, "wrong-secret")), "ok_t"),
+        (NO_PERMISSION, "check signature failed.".into()),
+        "wrong secret",
+    );
+    check(
+        t.refused(Some(("bob", "bob-secret")), "ok_t"),
+        (NO_PERMISSION, "User:bob is not found.".into()),
+        "unknown user",
+    );
+    check(
+        t.refused(None, "ok_t"),
+        (NO_PERMISSION, "username cannot be null.".into()),
+        "no credentials",
+    );
+    check(
+        t.refused(Some(ALICE), "other_t"),
+        deny("Topic:other_t", "no matched policies."),
+        "topic without an entry",
+    );
+    check(
+        t.refused(Some(ALICE), "ok_denied"),
+        deny("Topic:ok_denied", "the decision is deny."),
+        "denied topic",
+    );
+    check(
+        t.refused(Some(ALICE), "ip_t"),
+        deny("Topic:ip_t", "no matched policies."),
+        "IP outside the allowed range",
+    );
+    let out = probe(t.java, &t.ns.addr(), Some(ALICE), "ok_t", "g_bad", 0, true);
+    assert_eq!(
+        outcomes(&out, "PULL"),
+        vec![Err(deny("Group:g_bad", "no matched policies."))],
+        "{}: denied group:\n{out}",
+        t.name
+    );
+
+    // A normal user may not administer.
+    let addr = t.addr();
+    let out = mqadmin_as(
+        t.java,
+        &t.ns.addr(),
+        Some(ALICE),
+        &[
+            "createUser",
+            "-u",
+            "carol",
+            "-p",
+            "carol-secret",
+            "-b",
+            &addr,
+        ],
+    );
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(
+        text.contains("has no permission to access Cluster:DefaultCluster"),
+        "{}: alice's createUser:\n{out}",
+        t.name
+    );
+
+    // Apache's mqadmin reads back and changes what it made.
+    let user = t.admin(ROOT, &["getUser", "-u", "alice"]);
+    let row: Vec<&str> = user
+        .lines()
+        .find(|l| l.starts_with("alice"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect();
+    assert_eq!(
+        row,
+        ["alice", "alice-secret", "Normal", "enable"],
+        "{}: getUser:\n{user}",
+        t.name
+    );
+    let acls = t.admin(ROOT, &["listAcl", "-s", "User:alice"]);
+    for resource in ["Topic:ok_*", "Group:g_ok", "Topic:ip_t", "Topic:ok_denied"] {
+        assert!(
+            acls.contains(resource),
+            "{}: listAcl lacks {resource}:\n{acls}",
+            t.name
+        );
+    }
+    let acl = t.admin(ROOT, &["getAcl", "-s", "User:alice"]);
+    assert!(
+        acl.contains("10.0.0.0/8") && acl.contains("Deny"),
+        "{}: getAcl:\n{acl}",
+        t.name
+    );
+    t.admin(ROOT, &["updateUser", "-u", "alice", "-s", "disable"]);
+    check(
+        t.refused(Some(ALICE), "ok_t"),
+        (NO_PERMISSION, "User:alice is disabled.".into()),
+        "disabled user",
+    );
+    t.admin(ROOT, &["updateUser", "-u", "alice", "-s", "enable"]);
+    t.admin(ROOT, &["deleteAcl", "-s", "User:alice", "-r", "Topic:ok_*"]);
+    check(
+        t.refused(Some(ALICE), "ok_t"),
+        deny("Topic:ok_t", "no matched policies."),
+        "after deleteAcl",
+    );
+    t.admin(ROOT, &["deleteUser", "-u", "alice"]);
+    check(
+        t.refused(Some(ALICE), "ok_t"),
+        (NO_PERMISSION, "User:alice is not found.".into()),
+        "after deleteUser",
+    );
+}
+
+#[test]
+fn acl_2_sluice() {
+    integration_tests::require_tools!(Java, Maven);
+    acl_2(&Target::sluice(&acl_2_settings()));
+}
+
+#[test]
+fn acl_2_apache() {
+    integration_tests::require_tools!(Java, Maven);
+    acl_2(&Target::apache(&acl_2_settings()));
+}
+
+const PLAIN_ACL: &str = "
+globalWhiteRemoteAddresses:
+  - 10.10.103.*
+
+accounts:
+  - accessKey: RocketMQ
+    secretKey: 12345678
+    admin: false
+    defaultTopicPerm: DENY
+    defaultGroupPerm: SUB
+    topicPerms:
+      - topicA=DENY
+      - topicB=PUB|SUB
+    groupPerms:
+      - groupA=DENY
+      - groupB=SUB
+
+  - accessKey: rocketmq2
+    secretKey: 87654321
+    whiteRemoteAddress: 127.0.0.1
+    admin: true
+";
+
+fn plain_remark(message: &str, at: &str) -> String {
+    format!(
+        "org.apache.rocketmq.acl.common.AclException: {message}, org.apache.rocketmq.acl.plain.PlainPermissionManager.{at}"
+    )
+}
+
+/// 4.9.8's client against sluice with 4.9's `aclEnable=true` and `plain_acl.yml`.
+#[test]
+fn plain_acl_4_9_8_client() {
+    integration_tests::require_tools!(Java, Maven);
+    let java = JavaTools::get(V4);
+    let home = TestDir::new("plain-acl-home");
+    let file = home.path().join("conf/plain_acl.yml");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, PLAIN_ACL).unwrap();
+    let ns = NamesrvProcess::start();
+    let home_s = home.path().display().to_string();
+    let broker = BrokerProcess::start_with(
+        &ns.addr(),
+        &[("aclEnable", "true"), ("rocketmqHome", &home_s)],
+    );
+    // rocketmq2 is admin and trusted from 127.0.0.1: no signature needed.
+    let addr = broker.addr();
+    for topic in ["topicA", "topicB", "topicC"] {
+        let out = mqadmin_as(
+            java,
+            &ns.addr(),
+            Some(("rocketmq2", "any")),
+            &["updateTopic", "-b", &addr, "-t", topic],
+        );
+        out.assert_ok();
+    }
+    let me = Some(("RocketMQ", "12345678"));
+    let send = |who, topic: &str| {
+        let out = probe(java, &ns.addr(), who, topic, "groupB", 1, false);
+        outcomes(&out, "SEND")
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no send line:\n{out}"))
+    };
+    let refused = |who, topic: &str| send(who, topic).expect_err("refused");
+    assert!(send(me, "topicB").is_ok());
+    assert_eq!(
+        refused(Some(("RocketMQ", "wrong-secret")), "topicB"),
+        (
+            SYSTEM_ERROR,
+            plain_remark(
+                "Check signature failed for accessKey=RocketMQ",
+                "validate(PlainPermissionManager.java:684)"
+            )
+        )
+    );
+    assert_eq!(
+        refused(Some(("nobody12", "12345678")), "topicB"),
+        (
+            SYSTEM_ERROR,
+            plain_remark(
+                "No acl config for nobody12",
+                "validate(PlainPermissionManager.java:668)"
+            )
+        )
+    );
+    assert_eq!(
+        refused(None, "topicB"),
+        (
+            SYSTEM_ERROR,
+            plain_remark(
+                "No accessKey is configured",
+                "validate(PlainPermissionManager.java:664)"
+            )
+        )
+    );
+    assert_eq!(
+        refused(me, "topicA"),
+        (
+            SYSTEM_ERROR,
+            plain_remark(
+                "No default permission for topic:topicA",
+                "checkPerm(PlainPermissionManager.java:611)"
+            )
+        )
+    );
+    assert_eq!(
+        refused(me, "topicC"),
+        (
+            SYSTEM_ERROR,
+            plain_remark(
+                "No default permission for topic:topicC",
+                "checkPerm(PlainPermissionManager.java:606)"
+            )
+        )
+    );
+    let pull = |group: &str| {
+        let out = probe(java, &ns.addr(), me, "topicB", group, 0, true);
+        outcomes(&out, "PULL")
+            .into_iter()
+            .next()
+            .unwrap_or_else(|| panic!("no pull line:\n{out}"))
+    };
+    assert!(pull("groupB").is_ok());
+    assert_eq!(
+        pull("groupA").expect_err("denied group"),
+        (
+            SYSTEM_ERROR,
+            plain_remark(
+                "No default permission for group:groupA",
+                "checkPerm(PlainPermissionManager.java:611)"
+            )
+        )
+    );
+    // The white address skips the signature.
+    assert!(send(Some(("rocketmq2", "not-the-secret")), "topicC").is_ok());
+
+    // Hot reload: topicC opened to RocketMQ in the file is allowed without a restart.
+    fs::write(
+        &file,
+        PLAIN_ACL.replace(
+            "      - topicB=PUB|SUB",
+            "      - topicB=PUB|SUB\n      - topicC=PUB",
+        ),
+    )
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while send(me, "topicC").is_err() {
+        assert!(
+            Instant::now() < deadline,
+            "the changed plain_acl.yml was not reloaded"
+        );
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    drop(broker);
+}
