@@ -14,6 +14,7 @@ use std::time::Duration;
 use crate::harness::{ChildOutput, ChildProcess, TestDir};
 use crate::java::{JavaTools, MQADMIN_CLASS, MQADMIN_TIMEOUT};
 use crate::ports::assert_loopback;
+use remoting::{RemotingClient, RemotingCommand, RequestHook};
 
 /// The super user every auth test broker starts with (`initAuthenticationUser`), who also
 /// signs the broker's own requests (`innerClientAuthenticationCredentials`).
@@ -150,4 +151,28 @@ pub fn probe(
         args.push("--pull");
     }
     java.run("sluice.it.AuthProbe", &args, Duration::from_secs(90))
+}
+
+/// One request to `addr` signed as `who`, on a runtime of its own.
+///
+/// # Errors
+/// It cannot be sent or is not answered.
+pub fn signed_request(
+    addr: &str,
+    who: (&str, &str),
+    request: RemotingCommand,
+) -> Result<RemotingCommand, String> {
+    assert_loopback(addr);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let hook = std::sync::Arc::new(auth::Credentials::new(who.0, who.1))
+        as std::sync::Arc<dyn RequestHook>;
+    let client = RemotingClient::default().with_hook(Some(hook));
+    let result = runtime
+        .block_on(client.invoke(addr, request, Duration::from_secs(5)))
+        .map_err(|e| e.to_string());
+    client.close_all();
+    result
 }

@@ -23,7 +23,8 @@
 use std::fs;
 use std::time::{Duration, Instant};
 
-use integration_tests::acl::{ROOT, acl_2_settings, mqadmin_as, outcomes, probe};
+use integration_tests::acl::{ROOT, acl_2_settings, mqadmin_as, outcomes, probe, signed_request};
+use integration_tests::harness::wait_until;
 use integration_tests::harness::{ApacheBroker, BrokerProcess, NamesrvProcess, TestDir, mqadmin};
 use integration_tests::java::{JavaTools, V4, V5};
 
@@ -538,4 +539,83 @@ fn plain_acl_4_9_8_client() {
         std::thread::sleep(Duration::from_millis(500));
     }
     drop(broker);
+}
+
+/// A sluice master/slave pair and name server, all with ACL 2.0 on: the brokers register
+/// (REGISTER_BROKER needs Cluster:Update) and the slave copies its master's topics
+/// (GET_ALL_TOPIC_CONFIG) signed with `innerClientAuthenticationCredentials`; the HA
+/// transport replicates the messages; the Java client's route lookups on our name server are
+/// signed too.
+#[test]
+fn inner_clients_keep_working_with_auth_on() {
+    integration_tests::require_tools!(Java, Maven);
+    let java = JavaTools::get(V5);
+    let settings = acl_2_settings();
+    let mut ns_settings: Vec<(&str, &str)> =
+        settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    // The harness finds brokers in GET_BROKER_CLUSTER_INFO, unsigned.
+    ns_settings.push(("authenticationWhitelist", "106"));
+    let ns = NamesrvProcess::start_with(&ns_settings);
+    let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let master = BrokerProcess::start_master("master", &ns.addr(), "ASYNC_MASTER", &pairs);
+    let slave = BrokerProcess::start_as("slave", &ns.addr(), "SLAVE", 1, &pairs);
+    let addr = master.addr();
+    mqadmin_as(
+        java,
+        &ns.addr(),
+        Some(ROOT),
+        &[
+            "updateTopic",
+            "-b",
+            &addr,
+            "-t",
+            "pair_t",
+            "-r",
+            "2",
+            "-w",
+            "2",
+        ],
+    )
+    .assert_ok();
+    let has_topic = |broker: &BrokerProcess| {
+        let request = remoting::RemotingCommand::request(remoting::RequestCode::GetAllTopicConfig);
+        signed_request(&broker.addr(), ROOT, request).is_ok_and(|r| {
+            r.code() == 0 && String::from_utf8_lossy(&r.body.to_bytes()).contains("pair_t")
+        })
+    };
+    assert!(has_topic(&master));
+    assert!(
+        wait_until(Duration::from_secs(60), || has_topic(&slave)),
+        "the slave did not copy its master's topics:\n{}",
+        slave.process_ref().log_tails()
+    );
+    // Signed sends through our name server (route lookups signed) reach the master, and HA
+    // brings them to the slave.
+    let out = probe(java, &ns.addr(), Some(ROOT), "pair_t", "g_pair", 4, false);
+    assert!(outcomes(&out, "SEND").iter().all(Result::is_ok), "{out}");
+    let max = |broker: &BrokerProcess, queue: i32| {
+        let header = remoting::protocol::broker::GetMaxOffsetRequestHeader {
+            topic: "pair_t".into(),
+            queue_id: queue,
+            committed: None,
+        };
+        let request =
+            remoting::RemotingCommand::request_with(remoting::RequestCode::GetMaxOffset, &header);
+        signed_request(&broker.addr(), ROOT, request)
+            .ok()
+            .and_then(|r| r.ext("offset").and_then(|o| o.parse::<i64>().ok()))
+            .unwrap_or(-1)
+    };
+    let total = |b: &BrokerProcess| max(b, 0) + max(b, 1);
+    assert_eq!(total(&master), 4);
+    assert!(
+        wait_until(Duration::from_secs(30), || total(&slave) == 4),
+        "the slave did not replicate the messages"
+    );
+    // Unsigned, the name server refuses the route lookup.
+    let out = probe(java, &ns.addr(), None, "pair_t", "g_pair", 1, false);
+    assert!(
+        matches!(outcomes(&out, "SEND").as_slice(), [Err(_)]),
+        "{out}"
+    );
 }
