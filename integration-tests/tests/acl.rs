@@ -12,8 +12,11 @@
 //!   user refused an admin request (Cluster:Update); `getUser`, `listAcl`, `updateUser` (disable),
 //!   `deleteAcl`, `deleteUser` as Apache's mqadmin prints and does them.
 //! - **4.9 plain ACL** (`aclEnable=true`, `plain_acl.yml`, the 4.9.8 client's hook) against
-//!   sluice: refusals are SYSTEM_ERROR (1) with the `AclException` text 4.9.8 answers, and a
-//!   change to the file takes effect without a restart.
+//!   sluice and against Apache 4.9.7's broker (4.9.8's is not on Maven Central): refusals are
+//!   SYSTEM_ERROR (1) with the `AclException` text Apache answers, a white address skips the
+//!   signature, and a change to the file takes effect without a restart.
+//! - **inner clients**: a sluice pair and name server all with ACL 2.0 on keep registering,
+//!   copying the master's tables and replicating.
 
 #![allow(
     clippy::unwrap_used,
@@ -414,116 +417,106 @@ fn plain_remark(message: &str, at: &str) -> String {
     )
 }
 
-/// 4.9.8's client against sluice with 4.9's `aclEnable=true` and `plain_acl.yml`.
-#[test]
-fn plain_acl_4_9_8_client() {
-    integration_tests::require_tools!(Java, Maven);
-    let java = JavaTools::get(V4);
-    let home = TestDir::new("plain-acl-home");
-    let file = home.path().join("conf/plain_acl.yml");
-    fs::create_dir_all(file.parent().unwrap()).unwrap();
-    fs::write(&file, PLAIN_ACL).unwrap();
-    let ns = NamesrvProcess::start();
-    let home_s = home.path().display().to_string();
-    let broker = BrokerProcess::start_with(
-        &ns.addr(),
-        &[("aclEnable", "true"), ("rocketmqHome", &home_s)],
-    );
+/// 4.9.8's client with 4.9's `aclEnable=true` and `plain_acl.yml`: the broker at `addr` serves
+/// the file at `file` (changed by the test to check the reload). `shift`: how far the broker's
+/// `PlainPermissionManager.java` lines are from 4.9.8's (the frames in the remarks).
+fn plain_acl(
+    name: &str,
+    java: &JavaTools,
+    ns: &str,
+    addr: &str,
+    file: &std::path::Path,
+    shift: i32,
+) {
+    let at =
+        |method: &str, line: i32| format!("{method}(PlainPermissionManager.java:{})", line + shift);
     // rocketmq2 is admin and trusted from 127.0.0.1: no signature needed.
-    let addr = broker.addr();
     for topic in ["topicA", "topicB", "topicC"] {
         let out = mqadmin_as(
             java,
-            &ns.addr(),
+            ns,
             Some(("rocketmq2", "any")),
-            &["updateTopic", "-b", &addr, "-t", topic],
+            &["updateTopic", "-b", addr, "-t", topic],
         );
-        out.assert_ok();
+        assert!(out.success(), "{name}: updateTopic {topic}:\n{out}");
     }
     let me = Some(("RocketMQ", "12345678"));
     let send = |who, topic: &str| {
-        let out = probe(java, &ns.addr(), who, topic, "groupB", 1, false);
+        let out = probe(java, ns, who, topic, "groupB", 1, false);
         outcomes(&out, "SEND")
             .into_iter()
             .next()
-            .unwrap_or_else(|| panic!("no send line:\n{out}"))
+            .unwrap_or_else(|| panic!("{name}: no send line:\n{out}"))
     };
     let refused = |who, topic: &str| send(who, topic).expect_err("refused");
-    assert!(send(me, "topicB").is_ok());
-    assert_eq!(
-        refused(Some(("RocketMQ", "wrong-secret")), "topicB"),
+    assert!(send(me, "topicB").is_ok(), "{name}: allowed send");
+    let cases = [
         (
-            SYSTEM_ERROR,
-            plain_remark(
-                "Check signature failed for accessKey=RocketMQ",
-                "validate(PlainPermissionManager.java:684)"
-            )
-        )
-    );
-    assert_eq!(
-        refused(Some(("nobody12", "12345678")), "topicB"),
+            Some(("RocketMQ", "wrong-secret")),
+            "topicB",
+            "Check signature failed for accessKey=RocketMQ",
+            at("validate", 684),
+        ),
         (
-            SYSTEM_ERROR,
-            plain_remark(
-                "No acl config for nobody12",
-                "validate(PlainPermissionManager.java:668)"
-            )
-        )
-    );
-    assert_eq!(
-        refused(None, "topicB"),
+            Some(("nobody12", "12345678")),
+            "topicB",
+            "No acl config for nobody12",
+            at("validate", 668),
+        ),
         (
-            SYSTEM_ERROR,
-            plain_remark(
-                "No accessKey is configured",
-                "validate(PlainPermissionManager.java:664)"
-            )
-        )
-    );
-    assert_eq!(
-        refused(me, "topicA"),
+            None,
+            "topicB",
+            "No accessKey is configured",
+            at("validate", 664),
+        ),
         (
-            SYSTEM_ERROR,
-            plain_remark(
-                "No default permission for topic:topicA",
-                "checkPerm(PlainPermissionManager.java:611)"
-            )
-        )
-    );
-    assert_eq!(
-        refused(me, "topicC"),
+            me,
+            "topicA",
+            "No default permission for topic:topicA",
+            at("checkPerm", 611),
+        ),
         (
-            SYSTEM_ERROR,
-            plain_remark(
-                "No default permission for topic:topicC",
-                "checkPerm(PlainPermissionManager.java:606)"
-            )
-        )
-    );
+            me,
+            "topicC",
+            "No default permission for topic:topicC",
+            at("checkPerm", 606),
+        ),
+    ];
+    for (who, topic, message, frame) in cases {
+        assert_eq!(
+            refused(who, topic),
+            (SYSTEM_ERROR, plain_remark(message, &frame)),
+            "{name}: {message}"
+        );
+    }
     let pull = |group: &str| {
-        let out = probe(java, &ns.addr(), me, "topicB", group, 0, true);
+        let out = probe(java, ns, me, "topicB", group, 0, true);
         outcomes(&out, "PULL")
             .into_iter()
             .next()
-            .unwrap_or_else(|| panic!("no pull line:\n{out}"))
+            .unwrap_or_else(|| panic!("{name}: no pull line:\n{out}"))
     };
-    assert!(pull("groupB").is_ok());
+    assert!(pull("groupB").is_ok(), "{name}: allowed pull");
     assert_eq!(
         pull("groupA").expect_err("denied group"),
         (
             SYSTEM_ERROR,
             plain_remark(
                 "No default permission for group:groupA",
-                "checkPerm(PlainPermissionManager.java:611)"
+                &at("checkPerm", 611)
             )
-        )
+        ),
+        "{name}: denied group"
     );
     // The white address skips the signature.
-    assert!(send(Some(("rocketmq2", "not-the-secret")), "topicC").is_ok());
+    assert!(
+        send(Some(("rocketmq2", "not-the-secret")), "topicC").is_ok(),
+        "{name}: white address"
+    );
 
     // Hot reload: topicC opened to RocketMQ in the file is allowed without a restart.
     fs::write(
-        &file,
+        file,
         PLAIN_ACL.replace(
             "      - topicB=PUB|SUB",
             "      - topicB=PUB|SUB\n      - topicC=PUB",
@@ -534,11 +527,62 @@ fn plain_acl_4_9_8_client() {
     while send(me, "topicC").is_err() {
         assert!(
             Instant::now() < deadline,
-            "the changed plain_acl.yml was not reloaded"
+            "{name}: the changed plain_acl.yml was not reloaded"
         );
         std::thread::sleep(Duration::from_millis(500));
     }
-    drop(broker);
+}
+
+#[test]
+fn plain_acl_sluice() {
+    integration_tests::require_tools!(Java, Maven);
+    let home = TestDir::new("plain-acl-home");
+    let file = home.path().join("conf/plain_acl.yml");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(&file, PLAIN_ACL).unwrap();
+    let ns = NamesrvProcess::start();
+    let home_s = home.path().display().to_string();
+    let broker = BrokerProcess::start_with(
+        &ns.addr(),
+        &[("aclEnable", "true"), ("rocketmqHome", &home_s)],
+    );
+    plain_acl(
+        "sluice",
+        JavaTools::get(V4),
+        &ns.addr(),
+        &broker.addr(),
+        &file,
+        0,
+    );
+}
+
+/// The same against Apache's broker: 4.9.8's is not on Maven Central, 4.9.7's is; its
+/// `PlainPermissionManager.java` is 4.9.8's less one import line, so its frames are one line
+/// up and everything else is the same.
+#[test]
+fn plain_acl_apache_4_9_7() {
+    integration_tests::require_tools!(Java, Maven);
+    let ns = NamesrvProcess::start();
+    let broker = ApacheBroker::start_in_home(
+        "4.9.7",
+        &ns.addr(),
+        "ASYNC_MASTER",
+        0,
+        &[("aclEnable", "true")],
+        &[("conf/plain_acl.yml", PLAIN_ACL)],
+    );
+    let file = broker
+        .process
+        .dir()
+        .join("rocketmq-home/conf/plain_acl.yml");
+    plain_acl(
+        "Apache 4.9.7",
+        JavaTools::get(V4),
+        &ns.addr(),
+        &broker.addr(),
+        &file,
+        -1,
+    );
 }
 
 /// A sluice master/slave pair and name server, all with ACL 2.0 on: the brokers register
