@@ -164,8 +164,7 @@ pub fn handle(store: &MetadataStore, request: &RemotingCommand) -> Option<Remoti
                 None => respond(ResponseCode::InvalidParameter, "The username is blank"),
                 Some(u) => success(
                     store_user(store, &u)
-                        .as_ref()
-                        .map(user_info)
+                        .map(|u| user_info(&u))
                         .and_then(|i| json(&i)),
                 ),
             }
@@ -218,7 +217,7 @@ pub fn handle(store: &MetadataStore, request: &RemotingCommand) -> Option<Remoti
     Some(response)
 }
 
-fn store_user(store: &MetadataStore, username: &str) -> Option<User> {
+fn store_user(store: &MetadataStore, username: &str) -> Option<std::sync::Arc<User>> {
     crate::evaluate::Directory::user(store, username)
 }
 

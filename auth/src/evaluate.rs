@@ -9,6 +9,8 @@
 //! comparator (apache/rocketmq#9539), whose 5.3.3 form depended on the order entries were
 //! added in; Deny winning a tie is what Apache's comment says and its code does not.
 
+use std::sync::Arc;
+
 use remoting::RemotingCommand;
 
 use crate::cidr;
@@ -22,9 +24,9 @@ use crate::signature::{self, ACCESS_KEY};
 /// Users and ACLs, as the decisions read them.
 pub trait Directory {
     /// The user named `username`.
-    fn user(&self, username: &str) -> Option<User>;
+    fn user(&self, username: &str) -> Option<Arc<User>>;
     /// The ACL of `subject` (`User:alice`).
-    fn acl(&self, subject: &str) -> Option<Acl>;
+    fn acl(&self, subject: &str) -> Option<Arc<Acl>>;
 }
 
 /// A refusal: the remark of Apache's exception (the response is NO_PERMISSION).
@@ -193,11 +195,11 @@ mod tests {
     }
 
     impl Directory for Dir {
-        fn user(&self, u: &str) -> Option<User> {
-            self.users.get(u).cloned()
+        fn user(&self, u: &str) -> Option<Arc<User>> {
+            self.users.get(u).cloned().map(Arc::new)
         }
-        fn acl(&self, s: &str) -> Option<Acl> {
-            self.acls.get(s).cloned()
+        fn acl(&self, s: &str) -> Option<Arc<Acl>> {
+            self.acls.get(s).cloned().map(Arc::new)
         }
     }
 

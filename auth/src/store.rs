@@ -13,6 +13,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::SystemTime;
 
 use parking_lot::{Mutex, RwLock};
@@ -81,8 +82,8 @@ struct AclsFile {
     acls: Vec<Acl>,
 }
 
-type Users = BTreeMap<String, User>;
-type Acls = BTreeMap<String, Acl>;
+type Users = BTreeMap<String, Arc<User>>;
+type Acls = BTreeMap<String, Arc<Acl>>;
 
 /// The users and ACLs of a server.
 #[derive(Debug)]
@@ -187,12 +188,12 @@ impl MetadataStore {
         *self.users.write() = users
             .users
             .into_iter()
-            .map(|u| (u.username.clone(), u))
+            .map(|u| (u.username.clone(), Arc::new(u)))
             .collect();
         *self.acls.write() = acls
             .acls
             .into_iter()
-            .map(|a| (a.subject.clone(), a))
+            .map(|a| (a.subject.clone(), Arc::new(a)))
             .collect();
         *self.stamps.lock() = (modified(&users_path), modified(&acls_path));
         Ok(())
@@ -223,7 +224,7 @@ impl MetadataStore {
             return Ok(());
         };
         let file = UsersFile {
-            users: users.values().cloned().collect(),
+            users: users.values().map(|u| (**u).clone()).collect(),
         };
         self.save(&path, &file)?;
         self.stamps.lock().0 = modified(&path);
@@ -235,7 +236,7 @@ impl MetadataStore {
             return Ok(());
         };
         let file = AclsFile {
-            acls: acls.values().cloned().collect(),
+            acls: acls.values().map(|a| (**a).clone()).collect(),
         };
         self.save(&path, &file)?;
         self.stamps.lock().1 = modified(&path);
@@ -270,12 +271,12 @@ impl MetadataStore {
         }
         users.insert(
             username.to_owned(),
-            User {
+            Arc::new(User {
                 username: username.to_owned(),
                 password,
                 user_type: change.user_type.unwrap_or(UserType::Normal),
                 user_status: change.user_status.unwrap_or(UserStatus::Enable),
-            },
+            }),
         );
         self.save_users(&users)?;
         *self.users.write() = users;
@@ -290,7 +291,7 @@ impl MetadataStore {
         let username = blank_checked(change.username.as_deref())?;
         let _guard = self.change.lock();
         let mut users = self.users.read().clone();
-        let Some(user) = users.get_mut(username) else {
+        let Some(user) = users.get_mut(username).map(Arc::make_mut) else {
             return Err(refused("The user is not exist"));
         };
         if let Some(p) = change.password.filter(|p| !p.trim().is_empty()) {
@@ -336,7 +337,7 @@ impl MetadataStore {
             .read()
             .values()
             .filter(|u| filter.is_none_or(|f| u.username.contains(f)))
-            .cloned()
+            .map(|u| (**u).clone())
             .collect()
     }
 
@@ -401,14 +402,14 @@ impl MetadataStore {
         let key = user_subject(username);
         let mut acls = self.acls.read().clone();
         match acls.get_mut(&key) {
-            Some(old) => old.update_policies(checked),
+            Some(old) => Arc::make_mut(old).update_policies(checked),
             None => {
                 acls.insert(
                     key.clone(),
-                    Acl {
+                    Arc::new(Acl {
                         subject: key,
                         policies: checked,
-                    },
+                    }),
                 );
             }
         }
@@ -437,7 +438,7 @@ impl MetadataStore {
         }
         let key = user_subject(username);
         let mut acls = self.acls.read().clone();
-        let Some(acl) = acls.get_mut(&key) else {
+        let Some(acl) = acls.get_mut(&key).map(Arc::make_mut) else {
             return Err(refused("The acl is not exist."));
         };
         match resource {
@@ -464,7 +465,11 @@ impl MetadataStore {
         if !self.users.read().contains_key(username) {
             return Err(refused("The subject is not exist."));
         }
-        Ok(self.acls.read().get(&user_subject(username)).cloned())
+        Ok(self
+            .acls
+            .read()
+            .get(&user_subject(username))
+            .map(|a| (**a).clone()))
     }
 
     /// ACLs whose subject contains `subject_filter`; with a `resource_filter`, only entries
@@ -483,7 +488,7 @@ impl MetadataStore {
             if sf.as_ref().is_some_and(|f| !key.contains(f.as_str())) {
                 continue;
             }
-            let mut acl = acl.clone();
+            let mut acl = (**acl).clone();
             if let Some(f) = rf.as_ref().filter(|f| !key.contains(f.as_str())) {
                 for policy in &mut acl.policies {
                     policy
@@ -569,11 +574,11 @@ impl PolicyDraft {
 }
 
 impl Directory for MetadataStore {
-    fn user(&self, username: &str) -> Option<User> {
+    fn user(&self, username: &str) -> Option<Arc<User>> {
         self.users.read().get(username).cloned()
     }
 
-    fn acl(&self, subject: &str) -> Option<Acl> {
+    fn acl(&self, subject: &str) -> Option<Arc<Acl>> {
         self.acls.read().get(subject).cloned()
     }
 }
