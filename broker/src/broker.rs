@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::{RwLock, RwLockReadGuard};
-use remoting::RemotingClient;
 use remoting::client::ClientConfig;
+use remoting::{RemotingClient, RequestHook};
 use store::{MessageStore, StoreConfig};
 
 use crate::client_manager::{ConsumerManager, ProducerManager};
@@ -51,6 +51,9 @@ pub enum BrokerError {
     /// The HA service of the role could not start.
     #[error(transparent)]
     Replication(#[from] ha::HaError),
+    /// The auth settings or metadata cannot be used.
+    #[error(transparent)]
+    Auth(#[from] auth::AuthError),
 }
 
 /// One broker node.
@@ -83,6 +86,11 @@ pub struct Broker {
     pub replication: Replication,
     /// Asks a slave to copy its master's tables at once.
     pub sync_now: tokio::sync::Notify,
+    /// Authentication and authorization of every request; users and ACLs.
+    pub guard: Arc<auth::Guard>,
+    /// Signs this broker's own requests (registration, slave sync, calls to its peer) with
+    /// `innerClientAuthenticationCredentials`.
+    inner_hook: Option<Arc<dyn RequestHook>>,
     listen_port: u16,
     /// The role the broker was configured with (a switch back to master restores it).
     start_role: BrokerRole,
@@ -97,9 +105,30 @@ impl Broker {
     /// # Errors
     /// Bad settings, or a store or config file that cannot be opened.
     pub fn open(
+        config: BrokerConfig,
+        store_config: StoreConfig,
+        ha_config: ha::HaConfig,
+        listen_port: u16,
+    ) -> Result<Self, BrokerError> {
+        Broker::open_with_auth(
+            config,
+            store_config,
+            ha_config,
+            &auth::AuthConfig::default(),
+            listen_port,
+        )
+    }
+
+    /// [`open`](Self::open), checking requests as `auth_config` says; its users and ACLs
+    /// live in `<storePathRootDir>/config` unless `authConfigPath` says otherwise.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open), and auth settings or metadata that cannot be used.
+    pub fn open_with_auth(
         mut config: BrokerConfig,
         store_config: StoreConfig,
         mut ha_config: ha::HaConfig,
+        auth_config: &auth::AuthConfig,
         listen_port: u16,
     ) -> Result<Self, BrokerError> {
         config.sanitize()?;
@@ -142,8 +171,16 @@ impl Broker {
             &root,
             persist::DELAY_OFFSET_JSON,
         ))?);
+        let guard = Arc::new(auth::Guard::open(
+            auth_config,
+            &config.broker_cluster_name,
+            &root.join("config"),
+        )?);
+        let inner_hook = guard
+            .inner_credentials()
+            .map(|c| Arc::new(c) as Arc<dyn RequestHook>);
         let namesrv = NamesrvClient::new(
-            RemotingClient::new(ClientConfig::default()),
+            RemotingClient::new(ClientConfig::default()).with_hook(inner_hook.clone()),
             config.namesrv_addrs(),
             Duration::from_millis(config.register_broker_timeout_mills),
         );
@@ -163,12 +200,27 @@ impl Broker {
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),
             sync_now: tokio::sync::Notify::new(),
+            guard,
+            inner_hook,
             replication,
             start_role: config_role,
             listen_port,
             store_host,
             boot_time: crate::clock::now_ms(),
         })
+    }
+
+    /// What this broker signs its own requests with (`None`: it does not sign).
+    #[must_use]
+    pub fn inner_hook(&self) -> Option<Arc<dyn RequestHook>> {
+        self.inner_hook.clone()
+    }
+
+    /// A client for this broker's own requests to other servers, signed as
+    /// `innerClientAuthenticationCredentials` says.
+    #[must_use]
+    pub fn inner_client(&self) -> RemotingClient {
+        RemotingClient::default().with_hook(self.inner_hook())
     }
 
     /// The current settings.

@@ -263,7 +263,6 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "maxErrorRateOfBloomFilter",
     "filterDataCleanTimeSpan",
     "filterSupportRetry",
-    "aclEnable",
     "enableDetailStat",
     "autoDeleteUnusedStats",
     "isolateLogEnable",

@@ -13,6 +13,9 @@
 //! - `query`: messages by key and by offset id.
 //! - `admin`: topics, groups, config, runtime info, connections.
 //! - `role`: role switching and HA status (sluice's private codes).
+//!
+//! Before any handler, the broker's [`Guard`](auth::Guard) checks the request (4.9 plain ACL,
+//! 5.x authentication and authorization); the AUTH_* admin codes are its own.
 
 use std::sync::Arc;
 
@@ -68,6 +71,10 @@ impl BrokerProcessor {
 
 impl Processor for BrokerProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> Reply {
+        // Every request, known or not, as Apache's request pipeline runs before any processor.
+        if let Err(refusal) = self.broker.guard.check(&request, channel.peer_addr()) {
+            return Reply::Now(refusal);
+        }
         let code = request.code();
         let Ok(known) = RequestCode::try_from(code) else {
             return Reply::Now(not_supported(code));
@@ -159,6 +166,19 @@ impl Processor for BrokerProcessor {
                 return admin::call_consumer(b, &request);
             }
             RequestCode::UnlockBatchMq => client::unlock_batch(t, &request),
+            RequestCode::AuthCreateUser
+            | RequestCode::AuthUpdateUser
+            | RequestCode::AuthDeleteUser
+            | RequestCode::AuthGetUser
+            | RequestCode::AuthListUser
+            | RequestCode::AuthCreateAcl
+            | RequestCode::AuthUpdateAcl
+            | RequestCode::AuthDeleteAcl
+            | RequestCode::AuthGetAcl
+            | RequestCode::AuthListAcl => {
+                let answer = b.guard.handle_admin(&request);
+                return Reply::Now(answer.unwrap_or_else(|| not_supported(code)));
+            }
             _ => return Reply::Now(not_supported(code)),
         };
         Reply::Now(respond(outcome))

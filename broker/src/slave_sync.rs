@@ -130,7 +130,7 @@ pub async fn sync_all(
 
 /// Runs on every broker; copies while the broker is a slave with a known master.
 pub async fn run(broker: Arc<Broker>, timer: Arc<TimerService>, mut stop: watch::Receiver<bool>) {
-    let client = RemotingClient::default();
+    let client = broker.inner_client();
     let mut next_full = tokio::time::Instant::now();
     let mut full = true;
     loop {

@@ -11,6 +11,8 @@
 //! - `java`: build and run the Java test programs and the official `mqadmin`
 //!   (rocketmq-client / rocketmq-tools from Maven Central) for a given RocketMQ version; Apache
 //!   RocketMQ's own broker.
+//! - `acl`: Apache's mqadmin signing as a user, `AuthProbe` and its lines, the ACL 2.0 broker
+//!   settings (the auth tests).
 //! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); the result lines
 //!   they share with `rust_client`.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
@@ -31,6 +33,7 @@
     reason = "test harness: a failed setup step should fail the test loudly"
 )]
 
+pub mod acl;
 pub mod bench;
 pub mod client;
 pub mod client_suite;

@@ -143,6 +143,8 @@ pub struct NamesrvProcessor {
     started_at: i64,
     /// Connections brokers registered on, so expired brokers' connections can be closed.
     broker_channels: Mutex<HashMap<u64, Channel>>,
+    /// Checks every request when authentication or authorization is on.
+    guard: Option<Arc<auth::Guard>>,
 }
 
 impl NamesrvProcessor {
@@ -157,7 +159,22 @@ impl NamesrvProcessor {
             started_at: clock.now_millis(),
             clock,
             broker_channels: Mutex::new(HashMap::new()),
+            guard: None,
         }
+    }
+
+    /// The same processor, checking every request with `guard` and answering the AUTH_*
+    /// admin requests on its users and ACLs.
+    #[must_use]
+    pub fn with_guard(mut self, guard: Arc<auth::Guard>) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
+    /// The guard, when there is one.
+    #[must_use]
+    pub fn guard(&self) -> Option<&Arc<auth::Guard>> {
+        self.guard.as_ref()
     }
 
     /// A copy of the current config.
@@ -624,6 +641,14 @@ fn java_crc32(bytes: &[u8]) -> i32 {
 
 impl Processor for NamesrvProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> Reply {
+        if let Some(guard) = &self.guard {
+            if let Err(refusal) = guard.check(&request, channel.peer_addr()) {
+                return Reply::Now(refusal);
+            }
+            if let Some(answer) = guard.handle_admin(&request) {
+                return Reply::Now(answer);
+            }
+        }
         let origin = Origin {
             channel_id: channel.id(),
             peer: channel.peer_addr(),

@@ -20,6 +20,20 @@ use crate::error::{NamesrvError, Result};
 use crate::kv_config::KvConfigManager;
 use crate::processor::{HANDLED_CODES, NamesrvProcessor};
 
+/// The AUTH_* admin codes, served when the name server has a guard.
+const AUTH_CODES: &[remoting::RequestCode] = &[
+    remoting::RequestCode::AuthCreateUser,
+    remoting::RequestCode::AuthUpdateUser,
+    remoting::RequestCode::AuthDeleteUser,
+    remoting::RequestCode::AuthGetUser,
+    remoting::RequestCode::AuthListUser,
+    remoting::RequestCode::AuthCreateAcl,
+    remoting::RequestCode::AuthUpdateAcl,
+    remoting::RequestCode::AuthDeleteAcl,
+    remoting::RequestCode::AuthGetAcl,
+    remoting::RequestCode::AuthListAcl,
+];
+
 /// How often the closed-connection count is looked at for a storm.
 const HEAP_CHECK: Duration = Duration::from_secs(1);
 
@@ -74,6 +88,7 @@ pub struct Started {
     config: NamesrvConfig,
     kv: KvConfigManager,
     clock: Arc<dyn Clock>,
+    guard: Option<Arc<auth::Guard>>,
 }
 
 /// Loads what the name server needs before it may answer (the KV table).
@@ -99,6 +114,7 @@ pub fn start(
         config,
         kv,
         clock,
+        guard: None,
     })
 }
 
@@ -109,6 +125,14 @@ impl Started {
         self.local
     }
 
+    /// Checks every request with `guard` (Apache's name server checks none; sluice's does when
+    /// authentication or authorization is on), and answers the AUTH_* admin requests.
+    #[must_use]
+    pub fn with_guard(mut self, guard: Arc<auth::Guard>) -> Self {
+        self.guard = Some(guard);
+        self
+    }
+
     /// Serves until `shutdown` resolves.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         let Started {
@@ -117,6 +141,7 @@ impl Started {
             config,
             kv,
             clock,
+            guard,
         } = self;
         let server_config = ServerConfig {
             max_frame_len: config.frame_max_length,
@@ -124,11 +149,18 @@ impl Started {
             ..ServerConfig::default()
         };
         let scan_interval = config.scan_interval();
-        let processor = Arc::new(NamesrvProcessor::new(config, kv, clock));
+        let mut processor = NamesrvProcessor::new(config, kv, clock);
+        if let Some(g) = guard {
+            processor = processor.with_guard(g);
+        }
+        let processor = Arc::new(processor);
 
         let mut dispatcher = Dispatcher::new();
         let as_processor: Arc<dyn Processor> = processor.clone();
         dispatcher.register(HANDLED_CODES.iter().copied(), &as_processor);
+        if processor.guard().is_some() {
+            dispatcher.register(AUTH_CODES.iter().copied(), &as_processor);
+        }
         dispatcher.add_listener(processor.clone());
 
         let scanner = {
@@ -143,6 +175,12 @@ impl Started {
                     loop {
                         tick.tick().await;
                         processor.scan_not_active_brokers();
+                        // Users and ACLs changed by another process sharing the directory.
+                        if let Some(g) = processor.guard() {
+                            if let Err(e) = g.store().reload_if_changed() {
+                                tracing::warn!(error = %e, "auth metadata not reloaded");
+                            }
+                        }
                     }
                 }
                 .instrument(info_span!("scan", service = "scan_not_active_broker")),

@@ -45,7 +45,7 @@ pub mod server;
 pub mod settings;
 pub mod startup;
 
-pub use client::RemotingClient;
+pub use client::{RemotingClient, RequestHook};
 pub use code::{RequestCode, ResponseCode};
 pub use command::{Body, CommandHeader, RemotingCommand};
 pub use connection::Channel;

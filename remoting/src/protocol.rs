@@ -9,11 +9,13 @@
 //! - [`broker`]: broker request/response headers.
 //! - [`heartbeat`]: `HeartbeatData`, subscriptions, `MessageQueue`, lock bodies.
 //! - [`admin`]: stats, connections and offsets bodies read by `mqadmin`.
+//! - [`auth`]: the AUTH_* admin requests of ACL 2.0 (users, ACLs).
 //! - [`subscription`]: subscription groups, consumer and delay offset tables.
 //! - [`role`]: sluice's role switch and HA status (private codes).
 //! - [`timer`]: the timer engine's admin requests.
 
 pub mod admin;
+pub mod auth;
 pub mod body;
 pub mod broker;
 pub mod constants;

@@ -7,12 +7,14 @@
 //! - `cluster`: clusterList, brokerStatus, getBrokerConfig, updateBrokerConfig.
 //! - `consumer`: updateSubGroup, consumerProgress, resetOffsetByTime.
 //! - `message`: queryMsgById, queryMsgByKey, queryMsgByOffset, sendMessage, consumeMessage.
+//! - `auth`: ACL 2.0's user and ACL commands (createUser ... listAcl).
 //! - `format`: Java-compatible formatting (padding, `toString` shapes, fastjson pretty JSON).
 //!
 //! Every sub command is a clap struct with `async fn run(&self, ctx: &mut Ctx<'_>)`;
 //! output goes to `ctx.out` (stdout) and per-broker warnings to `ctx.err` (stderr), so
 //! tests run commands in-process against captured buffers.
 
+pub mod auth;
 pub mod cluster;
 pub mod consumer;
 pub mod format;
@@ -52,6 +54,42 @@ pub struct Common {
     /// Request timeout in milliseconds (sluice extension).
     #[arg(long = "timeoutMillis", default_value_t = 5000)]
     pub timeout_millis: u64,
+    /// Sign requests as this user (sluice extension; else `accessKey` of
+    /// `$ROCKETMQ_HOME/conf/tools.yml`, as Apache's mqadmin).
+    #[arg(long = "accessKey")]
+    pub access_key: Option<String>,
+    /// The user's secret key (with `--accessKey`).
+    #[arg(long = "secretKey")]
+    pub secret_key: Option<String>,
+}
+
+impl Common {
+    /// Who requests are signed as: the flags, else `$ROCKETMQ_HOME/conf/tools.yml`; `None`:
+    /// unsigned.
+    #[must_use]
+    pub fn credentials(&self) -> Option<::auth::Credentials> {
+        if let Some(ak) = &self.access_key {
+            return Some(::auth::Credentials::new(
+                ak.clone(),
+                self.secret_key.clone().unwrap_or_default(),
+            ));
+        }
+        let home = std::env::var_os("ROCKETMQ_HOME")?;
+        let text =
+            std::fs::read_to_string(std::path::Path::new(&home).join("conf/tools.yml")).ok()?;
+        let value = |key: &str| {
+            text.lines().find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                (k.trim() == key).then(|| v.trim().trim_matches(['"', '\'']).to_owned())
+            })
+        };
+        match (value("accessKey"), value("secretKey")) {
+            (Some(ak), Some(sk)) if !ak.is_empty() && !sk.is_empty() => {
+                Some(::auth::Credentials::new(ak, sk))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// `-b brokerAddr | -c clusterName`, one required.
@@ -143,6 +181,36 @@ pub enum Command {
     /// switch the engine of timer message in broker
     #[command(name = "switchTimerEngine")]
     SwitchTimerEngine(cluster::SwitchTimerEngine),
+    /// Create user to cluster.
+    #[command(name = "createUser")]
+    CreateUser(auth::CreateUser),
+    /// Update user to cluster.
+    #[command(name = "updateUser")]
+    UpdateUser(auth::UpdateUser),
+    /// Delete user from cluster.
+    #[command(name = "deleteUser")]
+    DeleteUser(auth::DeleteUser),
+    /// Get user from cluster.
+    #[command(name = "getUser")]
+    GetUser(auth::GetUser),
+    /// List user from cluster.
+    #[command(name = "listUser")]
+    ListUser(auth::ListUser),
+    /// Create acl to cluster.
+    #[command(name = "createAcl")]
+    CreateAcl(auth::PutAcl),
+    /// Update acl to cluster.
+    #[command(name = "updateAcl")]
+    UpdateAcl(auth::PutAcl),
+    /// Delete acl from cluster.
+    #[command(name = "deleteAcl")]
+    DeleteAcl(auth::DeleteAcl),
+    /// Get acl from cluster.
+    #[command(name = "getAcl")]
+    GetAcl(auth::GetAcl),
+    /// List acl from cluster.
+    #[command(name = "listAcl")]
+    ListAcl(auth::ListAcl),
 }
 
 /// What a running command writes to and talks through.
@@ -186,6 +254,15 @@ impl Command {
             Command::SwitchRole(c) => &c.common,
             Command::HaStatus(c) => &c.common,
             Command::SwitchTimerEngine(c) => &c.common,
+            Command::CreateUser(c) => &c.common,
+            Command::UpdateUser(c) => &c.common,
+            Command::DeleteUser(c) => &c.common,
+            Command::GetUser(c) => &c.common,
+            Command::ListUser(c) => &c.common,
+            Command::CreateAcl(c) | Command::UpdateAcl(c) => &c.common,
+            Command::DeleteAcl(c) => &c.common,
+            Command::GetAcl(c) => &c.common,
+            Command::ListAcl(c) => &c.common,
         }
     }
 
@@ -215,6 +292,16 @@ impl Command {
             Command::SwitchRole(c) => c.run(ctx).await,
             Command::HaStatus(c) => c.run(ctx).await,
             Command::SwitchTimerEngine(c) => c.run(ctx).await,
+            Command::CreateUser(c) => c.run(ctx).await,
+            Command::UpdateUser(c) => c.run(ctx).await,
+            Command::DeleteUser(c) => c.run(ctx).await,
+            Command::GetUser(c) => c.run(ctx).await,
+            Command::ListUser(c) => c.run(ctx).await,
+            Command::CreateAcl(c) => c.run(ctx, true).await,
+            Command::UpdateAcl(c) => c.run(ctx, false).await,
+            Command::DeleteAcl(c) => c.run(ctx).await,
+            Command::GetAcl(c) => c.run(ctx).await,
+            Command::ListAcl(c) => c.run(ctx).await,
         }
     }
 }
@@ -235,7 +322,11 @@ pub async fn run(cli: &Cli, out: &mut dyn Write, err: &mut dyn Write) -> Result<
     } else {
         Duration::from_millis(common.timeout_millis)
     };
-    let client = Client::new(namesrv, timeout);
+    let hook = common
+        .credentials()
+        .map(|c| std::sync::Arc::new(c) as std::sync::Arc<dyn remoting::RequestHook>);
+    let remoting = remoting::RemotingClient::default().with_hook(hook);
+    let client = Client::with_remoting(remoting, namesrv, timeout);
     let mut ctx = Ctx {
         client: client.clone(),
         out,

@@ -43,9 +43,9 @@ fn init_tracing() {
         .init();
 }
 
-fn load(
-    cli: &Cli,
-) -> Result<(BrokerConfig, StoreConfig, ha::HaConfig), Box<dyn std::error::Error>> {
+type Loaded = (BrokerConfig, StoreConfig, ha::HaConfig, auth::AuthConfig);
+
+fn load(cli: &Cli) -> Result<Loaded, Box<dyn std::error::Error>> {
     let mut overrides = cli.overrides.clone();
     if let Some(n) = &cli.namesrv_addr {
         overrides.push(format!("namesrvAddr={n}"));
@@ -56,15 +56,17 @@ fn load(
     let broker: BrokerConfig = settings.deserialize()?;
     let store: StoreConfig = settings.deserialize()?;
     let ha: ha::HaConfig = settings.deserialize()?;
+    let auth: auth::AuthConfig = settings.deserialize()?;
     settings.accept_keys(ACCEPTED_UNUSED_KEYS);
+    settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
     settings.warn_unknown();
-    Ok((broker, store, ha))
+    Ok((broker, store, ha, auth))
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let (config, store_config, ha_config) = match load(&cli) {
+    let (config, store_config, ha_config, auth_config) = match load(&cli) {
         Ok(c) => c,
         Err(e) => return fatal(&format!("cannot load config: {e}")),
     };
@@ -74,6 +76,7 @@ fn main() -> ExitCode {
             serde_json::to_value(&config),
             serde_json::to_value(&store_config),
             serde_json::to_value(&ha_config),
+            serde_json::to_value(auth_config.redacted()),
         ]
         .into_iter()
         .flatten()
@@ -112,7 +115,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
-    match runtime.block_on(serve(config, store_config, ha_config)) {
+    match runtime.block_on(serve(config, store_config, ha_config, auth_config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fatal(&e.to_string()),
     }
@@ -127,6 +130,7 @@ async fn serve(
     config: BrokerConfig,
     store_config: StoreConfig,
     ha_config: ha::HaConfig,
+    auth_config: auth::AuthConfig,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -146,9 +150,10 @@ async fn serve(
     let port = listener.local_addr()?.port();
     let vip_channel = broker::server::bind_vip_channel(&config, port)?;
     // Opening the store (its lock, then recovery) may take a while.
-    let broker =
-        tokio::task::spawn_blocking(move || Broker::open(config, store_config, ha_config, port))
-            .await??;
+    let broker = tokio::task::spawn_blocking(move || {
+        Broker::open_with_auth(config, store_config, ha_config, &auth_config, port)
+    })
+    .await??;
     let broker = Arc::new(broker);
     let started = broker::server::start(Arc::clone(&broker), listener, vip_channel)?;
     // Only now: every part the role needs is up.

@@ -33,7 +33,7 @@ pub(super) async fn run(
     };
     // Ask the new master where its log ended at promotion and where its HA port is.
     let status = match &master {
-        Some(addr) => Some(fetch_status(addr).await?),
+        Some(addr) => Some(fetch_status(broker, addr).await?),
         None => None,
     };
     let ha_addr = request
@@ -64,7 +64,7 @@ pub(super) async fn run(
     // Told to follow a master that is fenced (this broker's promotion fenced it, and is
     // now undone): it is the master again, and takes writes once this one no longer does.
     if let (Some(addr), Some(s)) = (&master, status.as_ref().filter(|s| s.fenced)) {
-        peer::unfence(addr, &s.role).await;
+        peer::unfence(broker, addr, &s.role).await;
     }
     let not_following = |why: String| SwitchError::NotFollowing { id: broker_id, why };
     let own_end = broker.store.commit_log().max_offset().0;

@@ -49,8 +49,8 @@ pub(super) struct OldMaster {
 
 impl OldMaster {
     /// Lets it take writes again.
-    pub(super) async fn unfence(&self) {
-        peer::unfence(&self.addr, &self.role).await;
+    pub(super) async fn unfence(&self, broker: &crate::broker::Broker) {
+        peer::unfence(broker, &self.addr, &self.role).await;
     }
 }
 
@@ -63,7 +63,10 @@ pub(super) async fn fence_old_master(role: &Role) -> Result<Option<OldMaster>, S
     let Some(addr) = broker.namesrv.last().master_addr else {
         return Ok(None);
     };
-    let status = match peer::send_fence(&addr).await.map_err(|e| e.to_string())? {
+    let status = match peer::send_fence(broker, &addr)
+        .await
+        .map_err(|e| e.to_string())?
+    {
         Fenced::Yes(status) => status,
         Fenced::Refused(why) => {
             warn!(
@@ -86,7 +89,7 @@ pub(super) async fn fence_old_master(role: &Role) -> Result<Option<OldMaster>, S
     };
     let end = status.max_offset;
     if !catch_up(role, end).await {
-        old.unfence().await;
+        old.unfence(broker).await;
         return Err(format!(
             "did not catch up with the fenced master {} (offset {end}) within {CATCH_UP_WAIT:?}",
             old.addr

@@ -26,7 +26,7 @@ impl Role {
         if broker.role().is_master() {
             return false;
         }
-        let (point, epoch) = match ask_status(master).await {
+        let (point, epoch) = match ask_status(broker, master).await {
             Ok(Some(status)) => (status.promoted_at_offset, status.promotion_epoch),
             Ok(None) => (None, None),
             Err(e) => {

@@ -8,12 +8,18 @@ use remoting::{RemotingClient, RemotingCommand, RequestCode, ResponseCode, fastj
 use tracing::{error, info};
 
 use super::SwitchError;
+use crate::broker::Broker;
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(3);
 
-/// One request to `addr`, on a connection of its own.
-async fn call(addr: &str, request: RemotingCommand) -> Result<RemotingCommand, SwitchError> {
-    let client = RemotingClient::default();
+/// One request to `addr`, on a connection of its own, signed as the broker's own requests
+/// are.
+async fn call(
+    broker: &Broker,
+    addr: &str,
+    request: RemotingCommand,
+) -> Result<RemotingCommand, SwitchError> {
+    let client: RemotingClient = broker.inner_client();
     let answer = client.invoke(addr, request, CALL_TIMEOUT).await;
     client.close_all();
     answer.map_err(|e| SwitchError::Peer(format!("cannot reach {addr}: {e}")))
@@ -28,8 +34,8 @@ fn body(addr: &str, response: &RemotingCommand) -> Result<HaStatusBody, SwitchEr
 ///
 /// # Errors
 /// It cannot be reached, refuses, or is not a sluice broker.
-pub async fn fetch_status(addr: &str) -> Result<HaStatusBody, SwitchError> {
-    ask_status(addr).await?.ok_or_else(|| {
+pub async fn fetch_status(broker: &Broker, addr: &str) -> Result<HaStatusBody, SwitchError> {
+    ask_status(broker, addr).await?.ok_or_else(|| {
         SwitchError::Peer(format!(
             "the new master {addr} does not answer SLUICE_HA_STATUS (not a sluice broker?)"
         ))
@@ -38,8 +44,16 @@ pub async fn fetch_status(addr: &str) -> Result<HaStatusBody, SwitchError> {
 
 /// SLUICE_HA_STATUS of `addr`; `None` when it answers that it does not know the request
 /// (an Apache RocketMQ broker).
-pub(super) async fn ask_status(addr: &str) -> Result<Option<HaStatusBody>, SwitchError> {
-    let response = call(addr, RemotingCommand::request(RequestCode::SluiceHaStatus)).await?;
+pub(super) async fn ask_status(
+    broker: &Broker,
+    addr: &str,
+) -> Result<Option<HaStatusBody>, SwitchError> {
+    let response = call(
+        broker,
+        addr,
+        RemotingCommand::request(RequestCode::SluiceHaStatus),
+    )
+    .await?;
     if response.code() == ResponseCode::RequestCodeNotSupported.code() {
         return Ok(None);
     }
@@ -63,13 +77,13 @@ pub(super) enum Fenced {
 }
 
 /// Asks the master at `addr` to stop taking writes.
-pub(super) async fn send_fence(addr: &str) -> Result<Fenced, SwitchError> {
+pub(super) async fn send_fence(broker: &Broker, addr: &str) -> Result<Fenced, SwitchError> {
     let header = SwitchRoleRequestHeader {
         role: SwitchTarget::Fence,
         ..SwitchRoleRequestHeader::default()
     };
     let request = RemotingCommand::request_with(RequestCode::SluiceSwitchRole, &header);
-    match call(addr, request).await {
+    match call(broker, addr, request).await {
         Ok(r) if r.code() == ResponseCode::Success.code() => body(addr, &r).map(Fenced::Yes),
         Ok(r) => Ok(Fenced::Refused(format!(
             "code {}: {}",
@@ -82,14 +96,14 @@ pub(super) async fn send_fence(addr: &str) -> Result<Fenced, SwitchError> {
 
 /// Undoes a fence: the master at `addr` takes writes again as `role` (a switch to
 /// master on a master). Logged, not returned: nothing the caller can do differs.
-pub(super) async fn unfence(addr: &str, role: &str) {
+pub(super) async fn unfence(broker: &Broker, addr: &str, role: &str) {
     let header = SwitchRoleRequestHeader {
         role: SwitchTarget::Master,
         broker_role: MasterRole::from_name(role),
         ..SwitchRoleRequestHeader::default()
     };
     let request = RemotingCommand::request_with(RequestCode::SluiceSwitchRole, &header);
-    match call(addr, request).await {
+    match call(broker, addr, request).await {
         Ok(r) if r.code() == ResponseCode::Success.code() => {
             info!(master = addr, "fenced master takes writes again");
         }

@@ -60,7 +60,7 @@ pub(super) async fn run(
             warn!(error = %e, "cannot restart the HA client after a failed switch");
         }
         if let Some(old) = &fenced {
-            old.unfence().await;
+            old.unfence(broker).await;
         }
     };
     let truncated = match cut_partial_tail(role).await {

@@ -73,8 +73,24 @@ impl ApacheBroker {
         id: i64,
         extra: &[(&str, &str)],
     ) -> Self {
+        Self::start_in_home(version, namesrv, role, id, extra, &[])
+    }
+
+    /// [`start`](Self::start) with a `ROCKETMQ_HOME` of its own: the distribution's `conf/`
+    /// plus `conf_files` (relative path, content), e.g. 4.9's `conf/plain_acl.yml`.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_in_home(
+        version: &str,
+        namesrv: &str,
+        role: &str,
+        id: i64,
+        extra: &[(&str, &str)],
+        conf_files: &[(&str, &str)],
+    ) -> Self {
         let dist = apache_dist(version).unwrap_or_else(|e| panic!("{e}"));
-        let (classpath, rocketmq_home) = (dist.classpath, dist.home);
+        let (classpath, mut rocketmq_home) = (dist.classpath, dist.home);
         let dir = TestDir::new(&format!("apache-{version}-{}", role.to_lowercase()));
         let ports = ports::reserve_consecutive(4);
         let port = ports[2].port();
@@ -108,6 +124,21 @@ impl ApacheBroker {
         fs::write(&conf_path, text).unwrap();
         let home = dir.path().join("home");
         fs::create_dir_all(&home).unwrap();
+        if !conf_files.is_empty() {
+            let own = dir.path().join("rocketmq-home");
+            fs::create_dir_all(own.join("conf")).unwrap();
+            if let Ok(entries) = fs::read_dir(rocketmq_home.join("conf")) {
+                for e in entries.flatten().filter(|e| e.path().is_file()) {
+                    fs::copy(e.path(), own.join("conf").join(e.file_name())).unwrap();
+                }
+            }
+            for (path, content) in conf_files {
+                let target = own.join(path);
+                fs::create_dir_all(target.parent().unwrap()).unwrap();
+                fs::write(target, content).unwrap();
+            }
+            rocketmq_home = own;
+        }
         let mut spec = ProcessSpec::new(
             &format!("apache-broker-{}", role.to_lowercase()),
             java_binary(),

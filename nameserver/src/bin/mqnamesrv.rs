@@ -41,14 +41,16 @@ fn init_tracing() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let config = match Settings::load(cli.config_file.as_deref(), &cli.overrides)
+    let (config, auth_config) = match Settings::load(cli.config_file.as_deref(), &cli.overrides)
         .map_err(nameserver::ConfigError::from)
         .and_then(|settings| {
             let config = NamesrvConfig::from_settings(&settings)?;
+            let auth: auth::AuthConfig = settings.deserialize()?;
+            settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
             settings.warn_unknown();
-            Ok(config)
+            Ok((config, auth))
         }) {
-        Ok(config) => config,
+        Ok(loaded) => loaded,
         Err(e) => return fatal(&format!("cannot load config: {e}")),
     };
     if cli.print_config_item {
@@ -70,7 +72,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
-    match runtime.block_on(serve(config)) {
+    match runtime.block_on(serve(config, auth_config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fatal(&e.to_string()),
     }
@@ -81,7 +83,10 @@ fn fatal(cause: &str) -> ExitCode {
     remoting::startup::fatal("mqnamesrv", cause)
 }
 
-async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> {
+async fn serve(
+    config: NamesrvConfig,
+    auth_config: auth::AuthConfig,
+) -> Result<(), Box<dyn std::error::Error>> {
     // Installed before binding, so a signal sent as soon as the port is open is not lost.
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -93,7 +98,21 @@ async fn serve(config: NamesrvConfig) -> Result<(), Box<dyn std::error::Error>> 
         info!(signal = name, "shutting down");
     };
     let listener = nameserver::bind(&config)?;
-    let started = nameserver::start(listener, config, Arc::new(nameserver::SystemClock))?;
+    // Users and ACLs next to the KV table (authConfigPath overrides).
+    let auth_dir = std::path::Path::new(&config.kv_config_path)
+        .parent()
+        .map(std::path::Path::to_path_buf)
+        .unwrap_or_default();
+    let mut started = nameserver::start(listener, config, Arc::new(nameserver::SystemClock))?;
+    if auth_config.authentication_enabled || auth_config.authorization_enabled {
+        // The 4.9 plain ACL is the broker's only, as in Apache.
+        let auth_config = auth::AuthConfig {
+            acl_enable: false,
+            ..auth_config
+        };
+        let guard = auth::Guard::open(&auth_config, "DefaultCluster", &auth_dir)?;
+        started = started.with_guard(Arc::new(guard));
+    }
     // Only now: the port is bound and the KV table loaded.
     println!(
         "The Name Server boot success. serializeType=JSON, address {}",
