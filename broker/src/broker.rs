@@ -16,6 +16,7 @@ use crate::client_manager::{ConsumerManager, ProducerManager};
 use crate::config::{BrokerConfig, BrokerRole};
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::delay_offset::DelayOffsets;
+use crate::filter::ConsumerFilters;
 use crate::persist;
 use crate::pull_hold::PullHold;
 use crate::rebalance_lock::RebalanceLockManager;
@@ -73,6 +74,8 @@ pub struct Broker {
     pub producers: ProducerManager,
     /// Orderly consumers' queue locks.
     pub locks: RebalanceLockManager,
+    /// Consumer groups' SQL92 filters.
+    pub filters: ConsumerFilters,
     /// Name server client.
     pub namesrv: NamesrvClient,
     /// Counters.
@@ -159,6 +162,7 @@ impl Broker {
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),
             locks: RebalanceLockManager::default(),
+            filters: ConsumerFilters::default(),
             namesrv,
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),

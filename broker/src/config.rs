@@ -129,8 +129,12 @@ pub struct BrokerConfig {
     pub wait_time_mills_in_send_queue: u64,
     /// `TRACE_ON` in send responses (true).
     pub trace_on: bool,
-    /// SQL92 filtering (false; not supported, pulls with SQL92 get SYSTEM_ERROR).
+    /// SQL92 property filters (false: CHECK_CLIENT_CONFIG and pulls of a SQL92
+    /// subscription get SYSTEM_ERROR, as in RocketMQ).
     pub enable_property_filter: bool,
+    /// How long the SQL92 filter of a consumer group that went away is kept, ms
+    /// (86400000 = 24 h).
+    pub filter_data_clean_time_span: i64,
     /// Zlib-compressed registration bodies (false).
     pub compressed_register: bool,
     /// Register the full topic table every period (true).
@@ -199,6 +203,7 @@ impl Default for BrokerConfig {
             wait_time_mills_in_send_queue: 200,
             trace_on: true,
             enable_property_filter: false,
+            filter_data_clean_time_span: 24 * 3600 * 1000,
             compressed_register: false,
             force_register: true,
             register_name_server_period: 30_000,
@@ -257,7 +262,6 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "enableCalcFilterBitMap",
     "expectConsumerNumUseFilter",
     "maxErrorRateOfBloomFilter",
-    "filterDataCleanTimeSpan",
     "filterSupportRetry",
     "aclEnable",
     "storeReplyMessageEnable",

@@ -59,6 +59,7 @@ impl BrokerProcessor {
             producers: &b.producers,
             offsets: &b.offsets,
             locks: &b.locks,
+            filters: &b.filters,
         }
     }
 }
@@ -106,7 +107,9 @@ impl Processor for BrokerProcessor {
             RequestCode::SluiceHaStatus => return Reply::Now(role::ha_status(&self.role)),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
-            RequestCode::CheckClientConfig => client::check_client_config(&request),
+            RequestCode::CheckClientConfig => {
+                client::check_client_config(t, b.config().enable_property_filter, &request)
+            }
             RequestCode::GetConsumerListByGroup => client::consumer_list(t, &request),
             RequestCode::UpdateConsumerOffset => client::update_consumer_offset(t, &request),
             RequestCode::LockBatchMq => client::lock_batch(t, &request),

@@ -285,8 +285,13 @@ struct WakePulls(Arc<PullHold>);
 
 impl DispatchListener for WakePulls {
     fn on_dispatch(&self, d: &DispatchRequest<'_>) {
-        self.0
-            .notify(d.topic, d.queue_id, d.queue_offset, Some(d.tags_code));
+        self.0.notify(
+            d.topic,
+            d.queue_id,
+            d.queue_offset,
+            Some(d.tags_code),
+            Some(d.properties),
+        );
     }
 }
 
@@ -372,6 +377,12 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         if seconds % 10 == 0 {
             broker.consumers.scan_not_active(CLIENT_EXPIRY_MS);
             broker.producers.scan_not_active(CLIENT_EXPIRY_MS);
+            let clean_after = broker.config().filter_data_clean_time_span;
+            broker.filters.sweep(
+                |group| broker.consumers.group(group).is_some(),
+                crate::clock::now_ms(),
+                clean_after,
+            );
         }
         let flush_every = (broker.config().flush_consumer_offset_interval / 1000).max(1);
         if seconds % flush_every == 0 {
