@@ -74,8 +74,9 @@ pub struct Broker {
     pub producers: ProducerManager,
     /// Orderly consumers' queue locks.
     pub locks: RebalanceLockManager,
-    /// Consumer groups' SQL92 filters.
-    pub filters: ConsumerFilters,
+    /// Consumer groups' SQL92 filters (shared with the dispatch listener that fills
+    /// their match bits).
+    pub filters: Arc<ConsumerFilters>,
     /// Name server client.
     pub namesrv: NamesrvClient,
     /// Counters.
@@ -162,7 +163,7 @@ impl Broker {
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),
             locks: RebalanceLockManager::default(),
-            filters: ConsumerFilters::default(),
+            filters: Arc::new(ConsumerFilters::default()),
             namesrv,
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),

@@ -9,10 +9,12 @@
 //! - [`registry`]: the SQL92 filters of consumer groups, from heartbeats, one compile
 //!   per subscription version (RocketMQ's `ConsumerFilterManager`), and the compile
 //!   cache of pulls that carry their own subscription.
+//! - [`index`]: a registered filter's match bits per queue offset, set at dispatch.
 
 use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SubscriptionData};
 use store::MessageFilter;
 
+pub mod index;
 pub mod registry;
 pub mod sql;
 
@@ -99,6 +101,13 @@ impl MessageFilter for SubscriptionFilter {
         match self {
             SubscriptionFilter::Tag(_) => true,
             SubscriptionFilter::Sql(s) => s.matches_commit_log(record),
+        }
+    }
+
+    fn indexed(&self, queue_offset: u64) -> Option<bool> {
+        match self {
+            SubscriptionFilter::Tag(_) => None,
+            SubscriptionFilter::Sql(s) => s.indexed(queue_offset),
         }
     }
 }

@@ -13,15 +13,21 @@
 //! Pulls that carry their subscription (lite pull consumers) compile it on every pull
 //! in RocketMQ, through a parse cache of 100 expressions; [`ConsumerFilters::compile`]
 //! is that cache.
+//!
+//! Each registered filter has a [`MatchIndex`] that dispatch fills
+//! ([`ConsumerFilters::on_dispatch`]), so its pulls skip what does not match.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use filter::{ParseError, Selector};
+use message::properties;
 use parking_lot::{Mutex, RwLock};
 use remoting::protocol::heartbeat::{EXPRESSION_TYPE_SQL92, SubscriptionData};
 use tracing::{info, warn};
 
+use super::index::MatchIndex;
 use super::is_tag_type;
 
 /// Expressions the pull-side compile cache keeps (RocketMQ's `SelectorParser` cache).
@@ -57,6 +63,8 @@ pub struct FilterData {
     pub born: i64,
     /// Since when its group has not registered it, ms.
     pub dead_since: Option<i64>,
+    /// Which messages dispatched since it was compiled match.
+    pub index: Arc<MatchIndex>,
 }
 
 /// topic → group → filter.
@@ -66,6 +74,8 @@ type Table = HashMap<String, HashMap<String, FilterData>>;
 #[derive(Debug, Default)]
 pub struct ConsumerFilters {
     table: RwLock<Table>,
+    /// Whether the table holds any filter (dispatch looks at nothing else then).
+    any: AtomicBool,
     cache: Mutex<HashMap<String, Result<Arc<Selector>, ParseError>>>,
 }
 
@@ -152,8 +162,10 @@ impl ConsumerFilters {
                         selector,
                         born,
                         dead_since: None,
+                        index: Arc::new(MatchIndex::default()),
                     },
                 );
+                self.any.store(true, Ordering::Release);
             }
             Err(e) => {
                 // Dropped, so the group's pulls answer FILTER_DATA_NOT_EXIST.
@@ -178,6 +190,25 @@ impl ConsumerFilters {
             });
         }
         table.retain(|_, groups| !groups.is_empty());
+        self.any.store(!table.is_empty(), Ordering::Release);
+    }
+
+    /// A message was dispatched: records in the index of every filter of its topic
+    /// whether it matches. `properties` is its properties string. Filters of groups that
+    /// went away are indexed too until they are cleaned (as RocketMQ computes its bloom
+    /// bits for them), so a consumer that comes back finds its backlog indexed.
+    pub fn on_dispatch(&self, topic: &str, queue_id: i32, queue_offset: u64, props: &str) {
+        if !self.any.load(Ordering::Acquire) {
+            return;
+        }
+        let table = self.table.read();
+        let Some(groups) = table.get(topic) else {
+            return;
+        };
+        for data in groups.values() {
+            let matched = data.selector.matches_properties(properties::iter(props));
+            data.index.record(queue_id, queue_offset, matched);
+        }
     }
 }
 

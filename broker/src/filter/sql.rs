@@ -12,17 +12,30 @@ use filter::Selector;
 use message::{properties, record};
 use store::MessageFilter;
 
-/// A compiled SQL92 subscription.
+use super::index::QueueBits;
+
+/// A compiled SQL92 subscription, with the match bits of its queue when its filter is
+/// registered.
 #[derive(Debug, Clone)]
 pub struct SqlFilter {
     selector: Arc<Selector>,
+    index: Option<Arc<QueueBits>>,
 }
 
 impl SqlFilter {
     /// The filter of a compiled selector.
     #[must_use]
     pub fn new(selector: Arc<Selector>) -> Self {
-        SqlFilter { selector }
+        SqlFilter {
+            selector,
+            index: None,
+        }
+    }
+
+    /// The filter with the match bits dispatch keeps for its queue.
+    #[must_use]
+    pub fn with_index(selector: Arc<Selector>, index: Option<Arc<QueueBits>>) -> Self {
+        SqlFilter { selector, index }
     }
 
     /// The selector.
@@ -58,6 +71,10 @@ impl MessageFilter for SqlFilter {
 
     fn matches_commit_log(&self, rec: &[u8]) -> bool {
         self.matches_record(rec)
+    }
+
+    fn indexed(&self, queue_offset: u64) -> Option<bool> {
+        self.index.as_ref()?.get(queue_offset)
     }
 }
 

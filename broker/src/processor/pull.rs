@@ -292,6 +292,17 @@ fn carried_filter(
     if !config.enable_property_filter {
         return Err(property_filter_off(ty));
     }
+    // The group's registered filter of the same expression has match bits to use.
+    let registered = broker
+        .filters
+        .get(&h.topic, &h.consumer_group)
+        .filter(|d| d.expression == expression && d.expression_type == ty);
+    if let Some(d) = registered {
+        let bits = d.index.queue(h.queue_id);
+        return Ok(SubscriptionFilter::Sql(SqlFilter::with_index(
+            d.selector, bits,
+        )));
+    }
     match broker.filters.compile(ty, expression) {
         Ok(selector) => Ok(SubscriptionFilter::Sql(SqlFilter::new(selector))),
         Err(e) => {
@@ -330,5 +341,9 @@ fn registered_filter(
     if !config.enable_property_filter {
         return Err(property_filter_off(&sub.expression_type));
     }
-    Ok(SubscriptionFilter::Sql(SqlFilter::new(data.selector)))
+    let bits = data.index.queue(h.queue_id);
+    Ok(SubscriptionFilter::Sql(SqlFilter::with_index(
+        data.selector,
+        bits,
+    )))
 }
