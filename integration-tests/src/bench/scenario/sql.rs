@@ -23,6 +23,8 @@ use crate::bench::cluster::Cluster;
 
 /// The user property the producer numbers.
 const BUCKET: &str = "bucket";
+/// Messages per send request of the fill.
+const BATCH: u64 = 16;
 /// The reads: metric prefix, expression (none: every tag), share of the backlog selected.
 pub(super) const READS: [(&str, Option<&str>, f64); 3] = [
     ("all_", None, 1.0),
@@ -83,7 +85,7 @@ pub(super) fn filtered_reads(
             "--mode",
             "async",
             "--batch",
-            "16",
+            &BATCH.to_string(),
             "--threads",
             "8",
             "--inflight",
@@ -103,7 +105,9 @@ pub(super) fn filtered_reads(
     result
         .metrics
         .insert("fill_tps".to_owned(), num(&fill, &["tps"]));
-    let failed = num(&fill, &["errors"]);
+    // A refused request (SYSTEM_BUSY, say) leaves the numbers of its whole batch out.
+    #[allow(clippy::cast_precision_loss, reason = "a small count")]
+    let failed = num(&fill, &["errors"]) * BATCH as f64;
     result.metrics.insert("backlog_messages".to_owned(), stored);
     result
         .metrics
@@ -152,7 +156,7 @@ pub(super) fn filtered_reads(
     result.params.insert(
         "backlog".to_owned(),
         format!(
-            "{} MiB of 1 KiB messages with `{BUCKET}` = 0..99",
+            "{} MiB of 1 KiB messages with {BUCKET} = 0..99",
             backlog_bytes(plan) >> 20
         ),
     );
