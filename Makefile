@@ -49,7 +49,7 @@ bench:
 
 ## A minute of each fuzz target (needs nightly and cargo-fuzz); new inputs go to
 ## fuzz/target/work/<target>, the seeds in fuzz/corpus/<target> stay as they are.
-FUZZ_TARGETS = frame_decode body_json config_parse commit_log_record consume_queue_unit ha_frame
+FUZZ_TARGETS = frame_decode body_json config_parse commit_log_record consume_queue_unit ha_frame selector
 FUZZ_SECONDS = 60
 fuzz:
 	cd fuzz && for t in $(FUZZ_TARGETS); do \

@@ -16,6 +16,7 @@ use crate::client_manager::{ConsumerManager, ProducerManager};
 use crate::config::{BrokerConfig, BrokerRole};
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::delay_offset::DelayOffsets;
+use crate::filter::ConsumerFilters;
 use crate::persist;
 use crate::pull_hold::PullHold;
 use crate::rebalance_lock::RebalanceLockManager;
@@ -76,6 +77,9 @@ pub struct Broker {
     pub producers: ProducerManager,
     /// Orderly consumers' queue locks.
     pub locks: RebalanceLockManager,
+    /// Consumer groups' SQL92 filters (shared with the dispatch listener that fills
+    /// their match bits).
+    pub filters: Arc<ConsumerFilters>,
     /// Name server client.
     pub namesrv: NamesrvClient,
     /// Counters.
@@ -196,6 +200,7 @@ impl Broker {
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),
             locks: RebalanceLockManager::default(),
+            filters: Arc::new(ConsumerFilters::default()),
             namesrv,
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),

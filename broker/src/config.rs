@@ -132,8 +132,17 @@ pub struct BrokerConfig {
     pub wait_time_mills_in_send_queue: u64,
     /// `TRACE_ON` in send responses (true).
     pub trace_on: bool,
-    /// SQL92 filtering (false; not supported, pulls with SQL92 get SYSTEM_ERROR).
+    /// SQL92 property filters (false: CHECK_CLIENT_CONFIG and pulls of a SQL92
+    /// subscription get SYSTEM_ERROR, as in RocketMQ).
     pub enable_property_filter: bool,
+    /// How long the SQL92 filter of a consumer group that went away is kept, ms
+    /// (86400000 = 24 h).
+    pub filter_data_clean_time_span: i64,
+    /// sluice: evaluate every registered SQL92 filter of a topic at dispatch and keep
+    /// the results as match bits, so pulls skip non-matching messages without reading
+    /// them (true; RocketMQ's bloom filter `enableCalcFilterBitMap` is the nearest
+    /// thing, and is accepted but not used).
+    pub filter_match_index_enable: bool,
     /// Zlib-compressed registration bodies (false).
     pub compressed_register: bool,
     /// Register the full topic table every period (true).
@@ -203,6 +212,8 @@ impl Default for BrokerConfig {
             wait_time_mills_in_send_queue: 200,
             trace_on: true,
             enable_property_filter: false,
+            filter_data_clean_time_span: 24 * 3600 * 1000,
+            filter_match_index_enable: true,
             compressed_register: false,
             force_register: true,
             register_name_server_period: 30_000,
@@ -258,10 +269,14 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "waitTimeMillsInHeartbeatQueue",
     "waitTimeMillsInTransactionQueue",
     "startAcceptSendRequestTimeStamp",
+    // RocketMQ's bloom filter of SQL92 matches and the ConsumeQueueExt files it lives in;
+    // see `filterMatchIndexEnable`.
     "enableCalcFilterBitMap",
+    "enableConsumeQueueExt",
+    "mappedFileSizeConsumeQueueExt",
+    "bitMapLengthConsumeQueueExt",
     "expectConsumerNumUseFilter",
     "maxErrorRateOfBloomFilter",
-    "filterDataCleanTimeSpan",
     "filterSupportRetry",
     "enableDetailStat",
     "autoDeleteUnusedStats",

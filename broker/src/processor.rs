@@ -65,6 +65,7 @@ impl BrokerProcessor {
             producers: &b.producers,
             offsets: &b.offsets,
             locks: &b.locks,
+            filters: &b.filters,
         }
     }
 }
@@ -128,7 +129,9 @@ impl Processor for BrokerProcessor {
             RequestCode::ResetMasterFlushOffset => ha_admin::reset_master_flush_offset(b, &request),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
-            RequestCode::CheckClientConfig => client::check_client_config(&request),
+            RequestCode::CheckClientConfig => {
+                client::check_client_config(t, b.config().enable_property_filter, &request)
+            }
             RequestCode::GetConsumerListByGroup => client::consumer_list(t, &request),
             RequestCode::UpdateConsumerOffset => client::update_consumer_offset(t, &request),
             RequestCode::LockBatchMq => client::lock_batch(t, &request),

@@ -19,7 +19,7 @@ use tracing::debug;
 
 use remoting::{Channel, RemotingCommand};
 
-use crate::filter::TagFilter;
+use crate::filter::SubscriptionFilter;
 
 /// A pull being held for long polling.
 #[derive(Debug, Clone)]
@@ -31,7 +31,7 @@ pub struct HeldPull {
     /// The queue offset the client asked for.
     pub offset: u64,
     /// The filter, to wake only for matching messages.
-    pub filter: TagFilter,
+    pub filter: SubscriptionFilter,
 }
 
 /// How often held pulls are compared with their queue's max offset.
@@ -103,14 +103,22 @@ impl PullHold {
         self.held.load(Ordering::Acquire)
     }
 
-    /// A message at `queue_offset` with `tags_code` is now readable on the queue: wakes
-    /// the pulls waiting at or below it whose filter matches.
-    pub fn notify(&self, topic: &str, queue_id: i32, queue_offset: u64, tags_code: Option<i64>) {
+    /// A message at `queue_offset` with `tags_code` and `properties` is now readable on
+    /// the queue: wakes the pulls waiting at or below it whose filter matches it (a SQL92
+    /// filter is evaluated on the arrival's properties).
+    pub fn notify(
+        &self,
+        topic: &str,
+        queue_id: i32,
+        queue_offset: u64,
+        tags_code: Option<i64>,
+        properties: Option<&str>,
+    ) {
         if self.held.load(Ordering::Acquire) == 0 {
             return;
         }
         self.wake_where(topic, queue_id, |h| {
-            h.pull.offset <= queue_offset && h.pull.filter.matches(tags_code)
+            h.pull.offset <= queue_offset && h.pull.filter.matches_arrival(tags_code, properties)
         });
     }
 
@@ -234,16 +242,27 @@ impl PullHold {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::filter::{SqlFilter, TagFilter};
     use remoting::protocol::heartbeat::SubscriptionData;
 
-    fn held(offset: u64, tags: &str) -> HeldPull {
+    fn held_with(offset: u64, filter: SubscriptionFilter) -> HeldPull {
         let (channel, _rx) = Channel::detached("127.0.0.1:1".parse().unwrap());
         HeldPull {
             channel,
             request: RemotingCommand::request(11),
             offset,
-            filter: TagFilter::new(&SubscriptionData::build_tag("T", tags, 1)),
+            filter,
         }
+    }
+
+    fn held(offset: u64, tags: &str) -> HeldPull {
+        let sub = SubscriptionData::build_tag("T", tags, 1);
+        held_with(offset, SubscriptionFilter::Tag(TagFilter::new(&sub)))
+    }
+
+    fn held_sql(offset: u64, sql: &str) -> HeldPull {
+        let selector = std::sync::Arc::new(filter::Selector::parse(sql).unwrap());
+        held_with(offset, SubscriptionFilter::Sql(SqlFilter::new(selector)))
     }
 
     #[tokio::test]
@@ -261,11 +280,11 @@ mod tests {
         hold.suspend("T", 1, held(0, "*"), 100);
         assert_eq!(hold.held(), 3);
         // An arrival below the held offset, or on another queue, wakes nobody.
-        hold.notify("T", 0, 4, Some(message::tags::tags_code(Some("A"))));
-        hold.notify("U", 0, 9, None);
+        hold.notify("T", 0, 4, Some(message::tags::tags_code(Some("A"))), None);
+        hold.notify("U", 0, 9, None, None);
         assert_eq!(hold.held(), 3);
         // Tag A arrives at offset 5: only the A pull wakes.
-        hold.notify("T", 0, 5, Some(message::tags::tags_code(Some("A"))));
+        hold.notify("T", 0, 5, Some(message::tags::tags_code(Some("A"))), None);
         assert_eq!(rx.recv().await, Some(5));
         assert_eq!(hold.held(), 2);
         // The 100 ms pull times out on its own.
@@ -276,5 +295,36 @@ mod tests {
         hold.check_max_offset("T", 0, 6);
         assert_eq!(rx.recv().await, Some(5));
         assert_eq!(hold.held(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_held_sql92_pull_wakes_only_for_a_matching_message() {
+        let hold = Arc::new(PullHold::default());
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _tasks = hold.start(
+            move |p| {
+                let _ = tx.send(p.offset);
+            },
+            |_, _| 0,
+        );
+        hold.suspend("T", 0, held_sql(3, "a > 5 AND TAGS = 'x'"), 60_000);
+        let props = |tags: &str, a: &str| message::properties::build([("TAGS", tags), ("a", a)]);
+        for (tags, a) in [("x", "1"), ("y", "9"), ("x", "q")] {
+            hold.notify(
+                "T",
+                0,
+                3,
+                Some(message::tags::tags_code(Some(tags))),
+                Some(&props(tags, a)),
+            );
+        }
+        assert_eq!(hold.held(), 1);
+        hold.notify("T", 0, 3, Some(0), Some(&props("x", "9")));
+        assert_eq!(rx.recv().await, Some(3));
+        assert_eq!(hold.held(), 0);
+        // Without properties (as the periodic sweep checks) any arrival wakes it.
+        hold.suspend("T", 0, held_sql(3, "a > 5"), 60_000);
+        hold.notify("T", 0, 3, None, None);
+        assert_eq!(rx.recv().await, Some(3));
     }
 }

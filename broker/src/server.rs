@@ -16,6 +16,7 @@ use tokio::sync::watch;
 use tracing::{error, info, warn};
 
 use crate::broker::{Broker, BrokerError};
+use crate::filter::ConsumerFilters;
 use crate::processor::{BrokerProcessor, pull};
 use crate::pull_hold::PullHold;
 use crate::role::Role;
@@ -264,6 +265,12 @@ async fn serve(
 /// Wires long polling: dispatch wakes held pulls, woken pulls run again.
 fn start_long_polling(broker: &Arc<Broker>) -> Vec<tokio::task::JoinHandle<()>> {
     let hold = Arc::clone(&broker.pull_hold);
+    if broker.config().filter_match_index_enable {
+        // Before the pulls it may wake, so they find the bits.
+        broker
+            .store
+            .add_dispatch_listener(Arc::new(IndexFilters(Arc::clone(&broker.filters))));
+    }
     broker
         .store
         .add_dispatch_listener(Arc::new(WakePulls(Arc::clone(&hold))));
@@ -279,14 +286,33 @@ fn start_long_polling(broker: &Arc<Broker>) -> Vec<tokio::task::JoinHandle<()>> 
     )
 }
 
+/// The dispatch listener that fills the match bits of registered SQL92 filters (it
+/// holds the filters only: the store holds its listeners).
+#[derive(Debug)]
+struct IndexFilters(Arc<ConsumerFilters>);
+
+impl DispatchListener for IndexFilters {
+    fn on_dispatch(&self, d: &DispatchRequest<'_>) {
+        if store::recovery::takes_queue_offset(d.sys_flag) {
+            self.0
+                .on_dispatch(d.topic, d.queue_id, d.queue_offset, d.properties);
+        }
+    }
+}
+
 /// The dispatch listener that wakes held pulls.
 #[derive(Debug)]
 struct WakePulls(Arc<PullHold>);
 
 impl DispatchListener for WakePulls {
     fn on_dispatch(&self, d: &DispatchRequest<'_>) {
-        self.0
-            .notify(d.topic, d.queue_id, d.queue_offset, Some(d.tags_code));
+        self.0.notify(
+            d.topic,
+            d.queue_id,
+            d.queue_offset,
+            Some(d.tags_code),
+            Some(d.properties),
+        );
     }
 }
 
@@ -372,6 +398,12 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         if seconds % 10 == 0 {
             broker.consumers.scan_not_active(CLIENT_EXPIRY_MS);
             broker.producers.scan_not_active(CLIENT_EXPIRY_MS);
+            let clean_after = broker.config().filter_data_clean_time_span;
+            broker.filters.sweep(
+                |group| broker.consumers.group(group).is_some(),
+                crate::clock::now_ms(),
+                clean_after,
+            );
         }
         let flush_every = (broker.config().flush_consumer_offset_interval / 1000).max(1);
         if seconds % flush_every == 0 {

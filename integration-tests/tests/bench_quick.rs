@@ -16,6 +16,7 @@ fn main_metric(name: &str) -> &'static str {
         "e2e-latency" => "received",
         "timer-lateness" => "timer_received",
         "timer-1m" => "pending_received",
+        "sql-filter" | "sql-filter-registered" => "sql1_delivered",
         _ => "tps",
     }
 }

@@ -637,6 +637,47 @@ pub fn peek_store_timestamp(buf: &[u8]) -> Option<i64> {
     Some(i64::from_be_bytes(buf.get(pos..pos + 8)?.try_into().ok()?))
 }
 
+/// The PROPERTIES bytes of the message record at the start of `buf`, found from the
+/// length fields alone (RocketMQ `MessageDecoder.decodeProperties`), without decoding
+/// the rest: what a SQL92 filter reads of every record it scans. `None` if `buf` is not
+/// a whole message record.
+#[must_use]
+pub fn peek_properties(buf: &[u8]) -> Option<&[u8]> {
+    let be32 = |at: usize| -> Option<u32> {
+        Some(u32::from_be_bytes(buf.get(at..at + 4)?.try_into().ok()?))
+    };
+    let v2 = match be32(MAGIC_POSITION)? {
+        MESSAGE_MAGIC_CODE => false,
+        MESSAGE_MAGIC_CODE_V2 => true,
+        _ => return None,
+    };
+    let total = usize::try_from(be32(0)?).ok()?;
+    let rec = buf.get(..total)?;
+    let sys = be32(SYSFLAG_POSITION)? as i32;
+    // BORNTIMESTAMP .. PREPARED TRANSACTION OFFSET, then BODY's length.
+    let body_len_at = BORN_HOST_POSITION
+        + host_len(sys & sys_flag::BORNHOST_V6 != 0)
+        + 8
+        + host_len(sys & sys_flag::STOREHOSTADDRESS_V6 != 0)
+        + 4
+        + 8;
+    let body_len = usize::try_from(be32(body_len_at)? as i32).ok()?;
+    let topic_len_at = body_len_at.checked_add(4)?.checked_add(body_len)?;
+    let (topic_len, topic_at) = if v2 {
+        let b = rec.get(topic_len_at..topic_len_at + 2)?;
+        (
+            usize::from(u16::from_be_bytes([b[0], b[1]])),
+            topic_len_at + 2,
+        )
+    } else {
+        (usize::from(*rec.get(topic_len_at)?), topic_len_at + 1)
+    };
+    let props_len_at = topic_at.checked_add(topic_len)?;
+    let b = rec.get(props_len_at..props_len_at + 2)?;
+    let props_len = usize::from(u16::from_be_bytes([b[0], b[1]]));
+    rec.get(props_len_at + 2..props_len_at + 2 + props_len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -774,6 +815,12 @@ mod tests {
                 let _ = (m.verify_crc(), m.properties_str());
             }
             let _ = peek_store_timestamp(&bytes);
+            // Where decode finds a message, peek_properties finds its properties.
+            if let Ok(Some(Record::Message(m))) = decode(&bytes) {
+                prop_assert_eq!(peek_properties(&bytes), Some(m.properties));
+            } else {
+                let _ = peek_properties(&bytes);
+            }
         }
 
         #[test]
@@ -811,6 +858,8 @@ mod tests {
             prop_assert_eq!((m.reconsume_times, m.prepared_transaction_offset), (reconsume, prepared));
             prop_assert_eq!((m.body, m.topic, m.properties), (&body[..], topic.as_str(), props.as_bytes()));
             prop_assert_eq!(peek_store_timestamp(&buf), Some(store_ts));
+            prop_assert_eq!(peek_properties(&buf), Some(props.as_bytes()));
+            prop_assert_eq!(peek_properties(&buf[..len - 1]), None);
             // Re-encoding a decoded record gives the same bytes.
             let mut again = vec![0u8; len];
             encode(&mut again, &m.fields());

@@ -224,6 +224,83 @@ fn scan_limit_and_transfer_caps() {
     assert!(s.check_in_disk_by_consume_offset("T", 0, 0));
 }
 
+/// A filter with a match index for offsets in `indexed` (matching every `every`-th one,
+/// none for 0),
+/// reading the record (body `y`) elsewhere; it counts the records it was asked about.
+struct Indexed {
+    indexed: std::ops::Range<u64>,
+    every: u64,
+    reads: AtomicU64,
+}
+
+impl MessageFilter for Indexed {
+    fn matches_consume_queue(&self, _tags_code: Option<i64>) -> bool {
+        true
+    }
+    fn matches_commit_log(&self, rec: &[u8]) -> bool {
+        self.reads.fetch_add(1, Ordering::Relaxed);
+        matches!(record::decode(rec), Ok(Some(Record::Message(m))) if m.body == b"y")
+    }
+    fn indexed(&self, queue_offset: u64) -> Option<bool> {
+        self.indexed
+            .contains(&queue_offset)
+            .then_some(self.every != 0 && queue_offset % self.every == 0)
+    }
+}
+
+#[test]
+fn an_indexed_filter_skips_records_and_scans_further() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = small_config(dir.path(), 1 << 22, FlushDiskType::ASYNC_FLUSH);
+    c.mapped_file_size_consume_queue = 20 * 40_000;
+    let s = open(&c);
+    for i in 0..20_000u64 {
+        let body = if i % 100 == 0 { "y" } else { "n" };
+        s.put_message(&keyed("T", 0, body, "", "", ""));
+    }
+    dispatched(&s);
+    // Without an index: 800 units scanned, each record read, 8 matches.
+    let plain = Indexed {
+        indexed: 0..0,
+        every: 100,
+        reads: AtomicU64::new(0),
+    };
+    let r = s.get_message("T", 0, 0, 32, None, &plain);
+    assert_eq!((r.messages.len(), r.next_begin_offset), (8, 800));
+    assert_eq!(plain.reads.load(Ordering::Relaxed), 800);
+    // With one: only the matching records are read, and 20 x as far: 32 matches.
+    let index = Indexed {
+        indexed: 0..u64::MAX,
+        every: 100,
+        reads: AtomicU64::new(0),
+    };
+    let r = s.get_message("T", 0, 0, 32, None, &index);
+    assert_eq!(r.messages.len(), 32);
+    assert_eq!(r.queue_offsets[31], 3100);
+    assert_eq!(r.next_begin_offset, 3101);
+    assert_eq!(index.reads.load(Ordering::Relaxed), 0);
+    // Nothing indexed matches within the budget: 16 000 units, no record read.
+    let none = Indexed {
+        indexed: 0..u64::MAX,
+        every: 0,
+        reads: AtomicU64::new(0),
+    };
+    let r = s.get_message("T", 0, 0, 32, None, &none);
+    assert_eq!(
+        (r.status, r.next_begin_offset),
+        (GetMessageStatus::NoMatchedMessage, 16_000)
+    );
+    // Where the index stops, records are read again.
+    let part = Indexed {
+        indexed: 0..1000,
+        every: 0,
+        reads: AtomicU64::new(0),
+    };
+    let r = s.get_message("T", 0, 0, 32, None, &part);
+    assert_eq!(r.queue_offsets[0], 1000);
+    assert!(part.reads.load(Ordering::Relaxed) >= 1);
+}
+
 #[test]
 fn lookups_by_offset_time_and_key() {
     let dir = tempfile::tempdir().unwrap();

@@ -12,7 +12,7 @@ use remoting::protocol::heartbeat::{
     LockBatchRequestBody, LockBatchResponseBody,
 };
 use remoting::{Channel, RemotingCommand, ResponseCode, fastjson};
-use tracing::debug;
+use tracing::{debug, warn};
 
 use super::{Handled, Refusal, success};
 use crate::client_manager::{
@@ -20,6 +20,7 @@ use crate::client_manager::{
 };
 use crate::clock::now_ms;
 use crate::consumer_offset::ConsumerOffsetManager;
+use crate::filter::{ConsumerFilters, is_tag_type};
 use crate::rebalance_lock::RebalanceLockManager;
 use crate::subscription_group::SubscriptionGroupManager;
 use crate::topic_config::TopicConfigManager;
@@ -39,6 +40,8 @@ pub struct ClientTables<'a> {
     pub offsets: &'a ConsumerOffsetManager,
     /// Orderly locks.
     pub locks: &'a RebalanceLockManager,
+    /// SQL92 filters (registered by heartbeats).
+    pub filters: &'a ConsumerFilters,
 }
 
 fn body_bytes(request: &RemotingCommand) -> bytes::Bytes {
@@ -84,6 +87,11 @@ pub fn heartbeat(t: ClientTables<'_>, channel: &Channel, request: &RemotingComma
         if changed {
             debug!(group = %consumer.group_name, client = %data.client_id, "consumer registration changed");
         }
+        t.filters.register(
+            &consumer.group_name,
+            &consumer.subscription_data_set,
+            now_ms(),
+        );
     }
     for producer in &data.producer_data_set {
         t.producers.register(&producer.group_name, info.clone());
@@ -111,19 +119,35 @@ pub fn unregister_client(
     Ok(success())
 }
 
-/// CHECK_CLIENT_CONFIG: TAG subscriptions are fine; SQL92 needs `enablePropertyFilter`,
-/// which sluice does not support.
-pub fn check_client_config(request: &RemotingCommand) -> Handled {
+/// CHECK_CLIENT_CONFIG (RocketMQ's `checkClientConfig`): a TAG subscription is fine;
+/// any other needs `enablePropertyFilter` (SYSTEM_ERROR without it) and an expression
+/// that compiles (SUBSCRIPTION_PARSE_FAILED with the parser's message).
+pub fn check_client_config(
+    t: ClientTables<'_>,
+    property_filter: bool,
+    request: &RemotingCommand,
+) -> Handled {
     let body: CheckClientRequestBody = fastjson::from_slice(&body_bytes(request))?;
-    match body.subscription_data {
-        Some(sub) if !sub.expression_type.eq_ignore_ascii_case("TAG") => {
-            Err(Refusal::system(format!(
-                "The broker does not support consumer to filter message by {}",
-                sub.expression_type
-            )))
-        }
-        _ => Ok(success()),
+    let Some(sub) = body.subscription_data else {
+        return Ok(success());
+    };
+    if is_tag_type(Some(&sub.expression_type)) {
+        return Ok(success());
     }
+    if !property_filter {
+        return Err(Refusal::system(format!(
+            "The broker does not support consumer to filter message by {}",
+            sub.expression_type
+        )));
+    }
+    if let Err(e) = t.filters.compile(&sub.expression_type, &sub.sub_string) {
+        warn!(client = %body.client_id, group = %body.group, expression = %sub.sub_string, error = %e, "client filters by an expression that does not compile");
+        return Err(Refusal::new(
+            ResponseCode::SubscriptionParseFailed,
+            e.to_string(),
+        ));
+    }
+    Ok(success())
 }
 
 /// GET_CONSUMER_LIST_BY_GROUP.
@@ -202,6 +226,7 @@ mod tests {
         producers: ProducerManager,
         offsets: ConsumerOffsetManager,
         locks: RebalanceLockManager,
+        filters: ConsumerFilters,
     }
 
     impl Fixture {
@@ -215,6 +240,7 @@ mod tests {
                 producers: ProducerManager::default(),
                 offsets: ConsumerOffsetManager::load(dir.path().join("off.json")).unwrap(),
                 locks: RebalanceLockManager::default(),
+                filters: ConsumerFilters::default(),
                 _dir: dir,
             }
         }
@@ -227,6 +253,7 @@ mod tests {
                 producers: &self.producers,
                 offsets: &self.offsets,
                 locks: &self.locks,
+                filters: &self.filters,
             }
         }
     }
@@ -285,18 +312,52 @@ mod tests {
         assert_eq!(err.remark, "the custom field <consumerGroup> is null");
     }
 
-    #[test]
-    fn sql92_is_refused() {
-        let body = br#"{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"a > 1","expressionType":"SQL92","subVersion":1}}"#;
-        let req = RemotingCommand::request(RequestCode::CheckClientConfig).with_body(body.to_vec());
-        assert!(
-            check_client_config(&req)
-                .unwrap_err()
-                .remark
-                .contains("SQL92")
+    fn check(sub: &str, ty: &str) -> RemotingCommand {
+        let body = format!(
+            r#"{{"clientId":"c","group":"g","subscriptionData":{{"topic":"T","subString":{sub:?},"expressionType":"{ty}","subVersion":1}}}}"#
         );
-        let tag = br#"{"clientId":"c","group":"g","subscriptionData":{"topic":"T","subString":"*","expressionType":"TAG","subVersion":1}}"#;
-        let req = RemotingCommand::request(RequestCode::CheckClientConfig).with_body(tag.to_vec());
-        assert!(check_client_config(&req).is_ok());
+        RemotingCommand::request(RequestCode::CheckClientConfig).with_body(body.into_bytes())
+    }
+
+    #[test]
+    fn check_client_config_as_rocketmq() {
+        let f = Fixture::new();
+        // Without enablePropertyFilter: SYSTEM_ERROR, whatever the expression.
+        let off = check_client_config(f.t(), false, &check("a > 1", "SQL92")).unwrap_err();
+        assert_eq!(off.code, ResponseCode::SystemError);
+        assert_eq!(
+            off.remark,
+            "The broker does not support consumer to filter message by SQL92"
+        );
+        // With it: a good expression passes, a bad one gets the parser's message.
+        assert!(check_client_config(f.t(), true, &check("a > 1", "SQL92")).is_ok());
+        let bad = check_client_config(f.t(), true, &check("a > 'x'", "SQL92")).unwrap_err();
+        assert_eq!(bad.code, ResponseCode::SubscriptionParseFailed);
+        assert_eq!(
+            bad.remark,
+            "java.lang.RuntimeException: Value ''x'' cannot be compared."
+        );
+        let unknown = check_client_config(f.t(), true, &check("a", "XPATH")).unwrap_err();
+        assert_eq!(unknown.code, ResponseCode::SubscriptionParseFailed);
+        assert!(unknown.remark.starts_with("Cannot invoke"));
+        // TAG subscriptions need nothing.
+        for on in [false, true] {
+            assert!(check_client_config(f.t(), on, &check("*", "TAG")).is_ok());
+        }
+    }
+
+    #[test]
+    fn heartbeat_registers_sql92_filters() {
+        let f = Fixture::new();
+        let (ch, _rx) = Channel::detached("127.0.0.1:7".parse().unwrap());
+        let body = br#"{"clientID":"c1","consumerDataSet":[{"consumeFromWhere":0,"consumeType":1,"groupName":"g","messageModel":1,"subscriptionDataSet":[{"subString":"a > 1","subVersion":7,"topic":"T","expressionType":"SQL92"},{"subString":"*","subVersion":7,"topic":"%RETRY%g"}]}]}"#;
+        let req = RemotingCommand::request(RequestCode::HeartBeat).with_body(body.to_vec());
+        heartbeat(f.t(), &ch, &req).unwrap();
+        let data = f.filters.get("T", "g").unwrap();
+        assert_eq!(
+            (data.client_version, data.expression.as_str()),
+            (7, "a > 1")
+        );
+        assert!(f.filters.get("%RETRY%g", "g").is_none());
     }
 }

@@ -14,15 +14,16 @@ use std::sync::Arc;
 
 use remoting::protocol::broker::{PullMessageRequestHeader, PullMessageResponseHeader};
 use remoting::protocol::constants::{perm, pull_sys_flag, system};
-use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, MessageModel, SubscriptionData};
+use remoting::protocol::heartbeat::{MessageModel, SubscriptionData};
 use remoting::server::Reply;
 use remoting::{Body, Channel, RemotingCommand, ResponseCode};
 use store::GetMessageStatus;
+use tracing::warn;
 
 use super::{Refusal, success};
 use crate::broker::Broker;
-use crate::config::BrokerRole;
-use crate::filter::TagFilter;
+use crate::config::{BrokerConfig, BrokerRole};
+use crate::filter::{SqlFilter, SubscriptionFilter, TagFilter, is_tag_type};
 use crate::pull_hold::HeldPull;
 
 /// `FAQUrl.suggestTodo(SUBSCRIPTION_GROUP_NOT_EXIST)` etc. as 4.9.8 writes them.
@@ -128,18 +129,8 @@ fn pull(
             channel.peer_addr()
         )));
     }
-    let subscription = if has_subscription {
-        let expression = h.expression_type.as_deref().unwrap_or(EXPRESSION_TYPE_TAG);
-        if !expression.eq_ignore_ascii_case(EXPRESSION_TYPE_TAG) {
-            return Err(Refusal::system(format!(
-                "The broker does not support consumer to filter message by {expression}"
-            )));
-        }
-        SubscriptionData::build_tag(
-            &h.topic,
-            h.subscription.as_deref().unwrap_or("*"),
-            h.sub_version,
-        )
+    let filter = if has_subscription {
+        carried_filter(broker, &config, h)?
     } else {
         let info = broker.consumers.group(&h.consumer_group).ok_or_else(|| {
             Refusal::new(
@@ -156,7 +147,7 @@ fn pull(
                 ),
             ));
         }
-        let sub = info.subscriptions.get(&h.topic).cloned().ok_or_else(|| {
+        let sub = info.subscriptions.get(&h.topic).ok_or_else(|| {
             Refusal::new(
                 ResponseCode::SubscriptionNotExist,
                 format!("the consumer's subscription not exist{FAQ_TIP}"),
@@ -168,18 +159,8 @@ fn pull(
                 "the consumer's subscription not latest",
             ));
         }
-        if !sub
-            .expression_type
-            .eq_ignore_ascii_case(EXPRESSION_TYPE_TAG)
-        {
-            return Err(Refusal::system(format!(
-                "The broker does not support consumer to filter message by {}",
-                sub.expression_type
-            )));
-        }
-        sub
+        registered_filter(broker, &config, h, sub)?
     };
-    let filter = TagFilter::new(&subscription);
     let offset = u64::try_from(h.queue_offset).unwrap_or(0);
     let max_msgs = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
     let result = broker.store.get_message(
@@ -275,4 +256,94 @@ fn pull(
         broker.stats.record_get(0);
     }
     Ok(Some(response))
+}
+
+/// RocketMQ's refusal of a SQL92 pull on a broker without `enablePropertyFilter`.
+fn property_filter_off(expression_type: &str) -> Refusal {
+    Refusal::system(format!(
+        "The broker does not support consumer to filter message by {expression_type}"
+    ))
+}
+
+/// The filter of a pull that carries its subscription (lite pull consumers): tags are
+/// parsed as RocketMQ's `FilterAPI.build` parses them; SQL92 is compiled (through the
+/// compile cache). RocketMQ lets a SQL92 expression that does not compile here filter
+/// nothing at all; it is refused instead, as the code around RocketMQ's compile means.
+fn carried_filter(
+    broker: &Broker,
+    config: &BrokerConfig,
+    h: &PullMessageRequestHeader,
+) -> Result<SubscriptionFilter, Refusal> {
+    let ty = h.expression_type.as_deref();
+    let expression = h.subscription.as_deref().unwrap_or_default();
+    let Some(ty) = ty.filter(|t| !is_tag_type(Some(t))) else {
+        let sub = SubscriptionData::build_tag(&h.topic, expression, h.sub_version);
+        return Ok(SubscriptionFilter::Tag(TagFilter::new(&sub)));
+    };
+    let parse_failed = || {
+        Refusal::new(
+            ResponseCode::SubscriptionParseFailed,
+            "parse the consumer's subscription failed",
+        )
+    };
+    if expression.is_empty() {
+        return Err(parse_failed());
+    }
+    if !config.enable_property_filter {
+        return Err(property_filter_off(ty));
+    }
+    // The group's registered filter of the same expression has match bits to use.
+    let registered = broker
+        .filters
+        .get(&h.topic, &h.consumer_group)
+        .filter(|d| d.expression == expression && d.expression_type == ty);
+    if let Some(d) = registered {
+        let bits = d.index.queue(h.queue_id);
+        return Ok(SubscriptionFilter::Sql(SqlFilter::with_index(
+            d.selector, bits,
+        )));
+    }
+    match broker.filters.compile(ty, expression) {
+        Ok(selector) => Ok(SubscriptionFilter::Sql(SqlFilter::new(selector))),
+        Err(e) => {
+            warn!(group = %h.consumer_group, expression, error = %e, "pull's subscription does not compile");
+            Err(parse_failed())
+        }
+    }
+}
+
+/// The filter of a pull without a subscription (push consumers): the group's
+/// registered one, for SQL92 the filter its heartbeats compiled.
+fn registered_filter(
+    broker: &Broker,
+    config: &BrokerConfig,
+    h: &PullMessageRequestHeader,
+    sub: &SubscriptionData,
+) -> Result<SubscriptionFilter, Refusal> {
+    if is_tag_type(Some(&sub.expression_type)) {
+        return Ok(SubscriptionFilter::Tag(TagFilter::new(sub)));
+    }
+    let data = broker
+        .filters
+        .get(&h.topic, &h.consumer_group)
+        .ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::FilterDataNotExist,
+                "The broker's consumer filter data is not exist!Your expression may be wrong!",
+            )
+        })?;
+    if data.client_version < h.sub_version {
+        return Err(Refusal::new(
+            ResponseCode::FilterDataNotLatest,
+            "the consumer's consumer filter data not latest",
+        ));
+    }
+    if !config.enable_property_filter {
+        return Err(property_filter_off(&sub.expression_type));
+    }
+    let bits = data.index.queue(h.queue_id);
+    Ok(SubscriptionFilter::Sql(SqlFilter::with_index(
+        data.selector,
+        bits,
+    )))
 }

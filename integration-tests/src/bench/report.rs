@@ -161,6 +161,46 @@ fn workload_rows(scenario: &Scenario) -> Vec<Row> {
             row("cpu_master_pct", "broker CPU % (of one core)"),
         ],
         Workload::TimerLateness | Workload::TimerPending => timer::rows(&scenario.workload),
+        Workload::SqlFilter { .. } => vec![
+            row("backlog_mib", "backlog MiB (bodies)"),
+            row("fill_tps", "fill messages/s (batches of 16)"),
+            row(
+                "fill_cpu_master_s_per_m",
+                "fill: broker CPU s / million msgs (dispatch-time filter work included)",
+            ),
+            row("all_scanned_per_s", "unfiltered read: messages/s"),
+            row(
+                "sql1_scanned_per_s",
+                "`bucket < 1` (1%): messages scanned/s",
+            ),
+            row(
+                "sql1_delivered_per_s",
+                "`bucket < 1` (1%): messages delivered/s",
+            ),
+            row(
+                "sql50_scanned_per_s",
+                "`bucket < 50` (50%): messages scanned/s",
+            ),
+            row(
+                "sql50_delivered_per_s",
+                "`bucket < 50` (50%): messages delivered/s",
+            ),
+            row(
+                "all_cpu_master_s_per_m",
+                "unfiltered: broker CPU s / million msgs",
+            ),
+            row(
+                "sql1_cpu_master_s_per_m",
+                "1%: broker CPU s / million scanned",
+            ),
+            row(
+                "sql50_cpu_master_s_per_m",
+                "50%: broker CPU s / million scanned",
+            ),
+            row("all_secs", "unfiltered read seconds"),
+            row("sql1_secs", "1% read seconds"),
+            row("sql50_secs", "50% read seconds"),
+        ],
         Workload::Topics { .. } => vec![
             row("create_per_s", "topics created / s"),
             row("create_secs", "creation seconds"),

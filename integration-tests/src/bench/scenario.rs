@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::cluster::{CLUSTER, Cluster, Programs, System, Topology};
 
+mod sql;
 mod timer;
 use crate::procs::{Proc, RssSampler, children_cpu_seconds};
 
@@ -128,6 +129,12 @@ pub enum Workload {
     TimerLateness,
     /// Many pending timers: enqueue rate, memory, recovery after kill -9, then delivery.
     TimerPending,
+    /// A backlog read unfiltered, then through SQL92 filters selecting 1% and 50%;
+    /// `registered`: the filters registered by heartbeat before the backlog is written.
+    SqlFilter {
+        /// Filters registered first (push consumers) rather than carried by the pulls.
+        registered: bool,
+    },
 }
 
 /// One scenario.
@@ -294,6 +301,22 @@ pub fn all() -> Vec<Scenario> {
             false,
             Workload::TimerLateness,
         ),
+        s(
+            "sql-filter",
+            "SQL92 filters: backlog read unfiltered, at 1% and at 50% selectivity",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::SqlFilter { registered: false },
+        ),
+        s(
+            "sql-filter-registered",
+            "SQL92 filters registered by heartbeat (sluice's match index, Apache's bloom filter)",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::SqlFilter { registered: true },
+        ),
         Scenario {
             // A long run (the timers fall due minutes later), so once.
             max_repeat: Some(1),
@@ -394,6 +417,15 @@ fn topology(scenario: &Scenario) -> Topology {
         // Parked only, until the restart that times the enqueue (see `super::timer`).
         extra.push(("timerStopEnqueue".to_owned(), "true".to_owned()));
     }
+    if let Workload::SqlFilter { registered } = scenario.workload {
+        // Off by default in both.
+        extra.push(("enablePropertyFilter".to_owned(), "true".to_owned()));
+        if registered {
+            // Apache's bloom filter (sluice accepts the keys and uses its match index).
+            extra.push(("enableCalcFilterBitMap".to_owned(), "true".to_owned()));
+            extra.push(("enableConsumeQueueExt".to_owned(), "true".to_owned()));
+        }
+    }
     if matches!(scenario.workload, Workload::Topics { .. }) {
         extra.push((
             "mappedFileSizeConsumeQueue".to_owned(),
@@ -465,6 +497,9 @@ fn run_inner(
         Workload::Topics { many } => topics(&bench, &mut cluster, plan, *many, result),
         Workload::TimerLateness => timer::lateness(&bench, &mut cluster, plan, result),
         Workload::TimerPending => timer::pending(&bench, &mut cluster, plan, result),
+        Workload::SqlFilter { registered } => {
+            sql::filtered_reads(&bench, &mut cluster, plan, *registered, result)
+        }
     };
     if outcome.is_ok() && !cluster.all_running() {
         return Err(format!(

@@ -90,6 +90,15 @@ pub trait MessageFilter: Send + Sync {
     fn matches_commit_log(&self, _record: &[u8]) -> bool {
         true
     }
+
+    /// Whether the unit at `queue_offset` matches, when the filter knows without
+    /// reading the record (a SQL92 filter's match index, filled at dispatch): `None` to
+    /// read the record and ask [`matches_commit_log`](Self::matches_commit_log).
+    /// Units answered here cost a twentieth of a unit of the pull's scan budget, so an
+    /// indexed pull scans twenty times as far. Default: `None`.
+    fn indexed(&self, _queue_offset: u64) -> Option<bool> {
+        None
+    }
 }
 
 /// The filter of a `*` subscription: everything matches.
@@ -273,7 +282,11 @@ impl MessageStore {
                 let mut max_phy_pulling = 0u64;
                 let mut total = 0usize;
                 let mut pos = 0usize;
-                while pos + CQ_STORE_UNIT_SIZE <= buf.len() && pos < max_scan {
+                // The scan budget: a unit the filter's index answers costs 1, any other
+                // CQ_STORE_UNIT_SIZE (RocketMQ's limit counts every unit scanned).
+                let mut spent = 0usize;
+                while pos + CQ_STORE_UNIT_SIZE <= buf.len() && spent < max_scan {
+                    spent += CQ_STORE_UNIT_SIZE;
                     let unit = match decode(&buf[pos..]) {
                         Some(CqSlot::Unit(u)) => u,
                         _ => {
@@ -295,6 +308,18 @@ impl MessageStore {
                         pos += CQ_STORE_UNIT_SIZE;
                         continue;
                     }
+                    let queue_offset = offset + (pos / CQ_STORE_UNIT_SIZE) as u64;
+                    let indexed = filter.indexed(queue_offset);
+                    if indexed.is_some() {
+                        spent -= CQ_STORE_UNIT_SIZE - 1;
+                    }
+                    if indexed == Some(false) {
+                        if total == 0 {
+                            out.status = S::NoMatchedMessage;
+                        }
+                        pos += CQ_STORE_UNIT_SIZE;
+                        continue;
+                    }
                     match log.read(PhyOffset(phy), unit.size as usize) {
                         None => {
                             if total == 0 {
@@ -302,7 +327,7 @@ impl MessageStore {
                             }
                             next_phy_file_start = Some(phy - phy % file_size + file_size);
                         }
-                        Some(b) if !filter.matches_commit_log(&b) => {
+                        Some(b) if indexed.is_none() && !filter.matches_commit_log(&b) => {
                             if total == 0 {
                                 out.status = S::NoMatchedMessage;
                             }
@@ -310,8 +335,7 @@ impl MessageStore {
                         Some(b) => {
                             total += b.len();
                             out.messages.push(b);
-                            out.queue_offsets
-                                .push(offset + (pos / CQ_STORE_UNIT_SIZE) as u64);
+                            out.queue_offsets.push(queue_offset);
                             out.status = S::Found;
                             next_phy_file_start = None;
                         }

@@ -8,7 +8,14 @@ use std::time::{Duration, Instant};
 use clap::{Args, ValueEnum};
 use remoting::protocol::broker::PullMessageRequestHeader;
 use remoting::protocol::constants::perm;
-use remoting::protocol::heartbeat::{EXPRESSION_TYPE_TAG, SUB_ALL};
+use std::collections::BTreeSet;
+
+use remoting::fastjson::{self, KeyStyle};
+use remoting::protocol::heartbeat::{
+    ConsumeFromWhere, ConsumeType, ConsumerData, EXPRESSION_TYPE_SQL92, EXPRESSION_TYPE_TAG,
+    HeartbeatData, MessageModel, SUB_ALL, SubscriptionData,
+};
+use remoting::{RemotingCommand, RequestCode};
 
 use super::stamp;
 use super::stats::{Recorder, Summary};
@@ -59,6 +66,15 @@ pub struct ConsumerArgs {
     /// once every queue has (or `--duration` passes): a backlog catch-up read, timed.
     #[arg(long = "catch-up")]
     pub catch_up: bool,
+    /// Subscribe with this SQL92 expression (pulls carry it, as a lite pull consumer's
+    /// do) instead of every tag.
+    #[arg(long = "sql", value_name = "EXPRESSION")]
+    pub sql: Option<String>,
+    /// Register the subscription with a heartbeat to every broker of the topic (again
+    /// every 20 s), and pull without it, as a push consumer does (the broker filters
+    /// with what the heartbeat registered). With `--duration 0s`: register and exit.
+    #[arg(long = "heartbeat")]
+    pub heartbeat: bool,
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
@@ -76,7 +92,69 @@ struct QueueLoop {
     until: Option<i64>,
     pull_batch: i32,
     suspend_ms: i64,
+    /// (expression type, expression) of every pull.
+    subscription: Arc<(String, String)>,
+    /// Pull without the subscription (`--heartbeat` registered it).
+    registered: bool,
     recorder: Recorder,
+}
+
+/// The subscription version `--heartbeat` registers (fixed: registering again keeps
+/// what the broker compiled).
+const SUB_VERSION: i64 = 1;
+
+/// How often `--heartbeat` repeats its heartbeat (brokers expire clients after 120 s).
+const HEARTBEAT_EVERY: Duration = Duration::from_secs(20);
+
+/// A HEART_BEAT of one consumer of `group` subscribing `topic` with `subscription`.
+fn heartbeat_request(
+    group: &str,
+    topic: &str,
+    subscription: &(String, String),
+) -> Result<RemotingCommand> {
+    let (ty, expression) = subscription;
+    let sub = if ty == EXPRESSION_TYPE_TAG {
+        SubscriptionData::build_tag(topic, expression, SUB_VERSION)
+    } else {
+        SubscriptionData {
+            class_filter_mode: false,
+            topic: topic.to_owned(),
+            sub_string: expression.clone(),
+            tags_set: BTreeSet::new(),
+            code_set: BTreeSet::new(),
+            sub_version: SUB_VERSION,
+            expression_type: ty.clone(),
+            filter_class_source: None,
+        }
+    };
+    let data = HeartbeatData {
+        client_id: format!("127.0.0.1@mqbench-{}", std::process::id()),
+        producer_data_set: Vec::new(),
+        consumer_data_set: vec![ConsumerData {
+            group_name: group.to_owned(),
+            consume_type: ConsumeType::ConsumePassively,
+            message_model: MessageModel::Clustering,
+            consume_from_where: ConsumeFromWhere::ConsumeFromFirstOffset,
+            subscription_data_set: vec![sub],
+            unit_mode: false,
+        }],
+        heartbeat_fingerprint: 0,
+        without_sub: false,
+    };
+    let body = fastjson::to_vec(&data, KeyStyle::Fastjson).map_err(ToolsError::Encode)?;
+    Ok(RemotingCommand::request(RequestCode::HeartBeat).with_body(body))
+}
+
+/// Sends the heartbeat to every broker address; the first failure is the error.
+async fn send_heartbeats(
+    client: &Client,
+    addrs: &[String],
+    request: &RemotingCommand,
+) -> Result<()> {
+    for addr in addrs {
+        client.call(addr, request.clone()).await?;
+    }
+    Ok(())
 }
 
 impl QueueLoop {
@@ -87,18 +165,23 @@ impl QueueLoop {
             if self.until.is_some_and(|end| self.offset >= end) {
                 return;
             }
+            let carried = !self.registered;
             let header = PullMessageRequestHeader {
                 consumer_group: self.group.clone(),
                 topic: self.topic.clone(),
                 queue_id: self.queue_id,
                 queue_offset: self.offset,
                 max_msg_nums: self.pull_batch,
-                sys_flag: pull_flag::SUSPEND | pull_flag::SUBSCRIPTION,
+                sys_flag: if carried {
+                    pull_flag::SUSPEND | pull_flag::SUBSCRIPTION
+                } else {
+                    pull_flag::SUSPEND
+                },
                 commit_offset: 0,
                 suspend_timeout_millis: self.suspend_ms,
-                subscription: Some(SUB_ALL.to_owned()),
-                sub_version: 0,
-                expression_type: Some(EXPRESSION_TYPE_TAG.to_owned()),
+                subscription: carried.then(|| self.subscription.1.clone()),
+                sub_version: if carried { 0 } else { SUB_VERSION },
+                expression_type: Some(self.subscription.0.clone()),
                 ..PullMessageRequestHeader::default()
             };
             match self.client.pull(&self.addr, &header, rpc_timeout).await {
@@ -150,6 +233,10 @@ pub async fn run(
     let client = Client::new(namesrv, DEFAULT_TIMEOUT);
     let topic = args.topic.trim().to_owned();
     let run = Arc::new(Run::default());
+    let subscription = Arc::new(match &args.sql {
+        Some(sql) => (EXPRESSION_TYPE_SQL92.to_owned(), sql.clone()),
+        None => (EXPRESSION_TYPE_TAG.to_owned(), SUB_ALL.to_owned()),
+    });
     let mut loops = Vec::new();
     for name in super::producer::topic_names(&topic, args.topics) {
         let route = client.fetch_route(&name).await?;
@@ -182,11 +269,43 @@ pub async fn run(
                     until: args.catch_up.then_some(max),
                     pull_batch: args.pull_batch,
                     suspend_ms: args.suspend_ms,
+                    subscription: Arc::clone(&subscription),
+                    registered: args.heartbeat,
                     recorder: run.latencies.recorder(),
                 });
             }
         }
     }
+    let mut addrs: Vec<String> = loops.iter().map(|l| l.addr.clone()).collect();
+    addrs.sort();
+    addrs.dedup();
+    let heartbeat = if args.heartbeat {
+        let request = heartbeat_request(&args.group, &topic, &subscription)?;
+        send_heartbeats(&client, &addrs, &request).await?;
+        if args.duration.is_zero() {
+            client.shutdown();
+            return Ok(Summary::new(
+                "consumer",
+                settings([
+                    ("topic", topic),
+                    ("group", args.group.clone()),
+                    ("registered", "true".to_owned()),
+                ]),
+                Duration::ZERO,
+                &run.counters,
+                &run.latencies.total(),
+            ));
+        }
+        let (client, addrs) = (client.clone(), addrs.clone());
+        Some(tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(HEARTBEAT_EVERY).await;
+                let _ = send_heartbeats(&client, &addrs, &request).await;
+            }
+        }))
+    } else {
+        None
+    };
     if loops.is_empty() {
         return Err(ToolsError::NoRoute {
             topic,
@@ -195,12 +314,14 @@ pub async fn run(
     }
     let _ = writeln!(
         err.lock(),
-        "mqbench consumer: topic={topic} topics={} group={} queues={} from={:?} catch_up={}",
+        "mqbench consumer: topic={topic} topics={} group={} queues={} from={:?} catch_up={} subscription={} {}",
         args.topics.max(1),
         args.group,
         loops.len(),
         args.from,
-        args.catch_up
+        args.catch_up,
+        subscription.0,
+        subscription.1
     );
     let started = Instant::now();
     let reporter = tokio::spawn(report_progress(
@@ -227,6 +348,9 @@ pub async fn run(
         h.abort();
     }
     let _ = reporter.await;
+    if let Some(h) = heartbeat {
+        h.abort();
+    }
     let _ = run.latencies.interval();
     client.shutdown();
     Ok(Summary::new(
@@ -239,6 +363,8 @@ pub async fn run(
             ("from", format!("{:?}", args.from).to_lowercase()),
             ("pull_batch", args.pull_batch.to_string()),
             ("suspend_ms", args.suspend_ms.to_string()),
+            ("sql", args.sql.clone().unwrap_or_default()),
+            ("heartbeat", args.heartbeat.to_string()),
         ]),
         elapsed,
         &run.counters,

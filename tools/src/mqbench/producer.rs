@@ -2,7 +2,7 @@
 
 use std::io::Write;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
@@ -92,6 +92,11 @@ pub struct ProducerArgs {
     /// allocation per message.
     #[arg(long = "stamp")]
     pub stamp: bool,
+    /// Give every message the user property NAME = its number modulo 100 (`0`..`99`, in
+    /// send order over all threads), so a SQL92 consumer can select a known share of
+    /// them (`NAME < 1`: 1%).
+    #[arg(long = "bucket-property", value_name = "NAME")]
+    pub bucket_property: Option<String>,
 }
 
 /// One queue to send to, with its topic.
@@ -125,6 +130,20 @@ struct ArgsView {
     /// Stamp single-message bodies with the send time (µs).
     stamp: bool,
     threads: usize,
+    /// `--bucket-property` and the message counter it numbers.
+    bucket: Option<(String, AtomicU64)>,
+}
+
+impl ArgsView {
+    /// The properties of the next message.
+    fn properties(&self, uniq_key: &str) -> message::properties::Properties {
+        let mut p = message_properties(self.tag.as_deref(), None, uniq_key);
+        if let Some((name, counter)) = &self.bucket {
+            let n = counter.fetch_add(1, Ordering::Relaxed) % 100;
+            p.insert(name.as_str(), n.to_string());
+        }
+        p
+    }
 }
 
 fn transport_kind(e: &ToolsError) -> String {
@@ -155,7 +174,7 @@ impl Worker {
         let a = &self.args;
         let now = now_millis();
         if a.batch <= 1 {
-            let props = message_properties(a.tag.as_deref(), None, &self.ids.next_at(now));
+            let props = a.properties(&self.ids.next_at(now));
             let body = if a.stamp {
                 super::stamp::stamped(self.body.len(), super::stamp::now_micros())
             } else {
@@ -168,7 +187,7 @@ impl Worker {
             ));
         }
         let properties: Vec<String> = (0..a.batch)
-            .map(|_| message_properties(a.tag.as_deref(), None, &self.ids.next_at(now)).encode())
+            .map(|_| a.properties(&self.ids.next_at(now)).encode())
             .collect();
         let entries: Vec<BatchEntry<'_>> = properties
             .iter()
@@ -352,6 +371,10 @@ pub async fn run(
         pace,
         stamp: args.stamp,
         threads: args.threads,
+        bucket: args
+            .bucket_property
+            .clone()
+            .map(|name| (name, AtomicU64::new(0))),
     });
     let run = Arc::new(Run::default());
     let ids = Arc::new(uniq_id::local_generator());
