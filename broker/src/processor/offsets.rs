@@ -160,11 +160,8 @@ pub fn consume_stats(broker: &Broker, request: &RemotingCommand) -> Handled {
         let Some(config) = broker.topics.select(&topic) else {
             continue;
         };
-        // A group online that does not subscribe to the topic has no stats for it.
-        if let Some(g) = &group {
-            if !g.subscriptions.is_empty() && !g.subscriptions.contains_key(&topic) {
-                continue;
-            }
+        if !has_stats_for(group.as_ref(), &topic) {
+            continue;
         }
         for queue_id in 0..config.read_queue_nums {
             stats.offset_table.insert(
@@ -174,6 +171,12 @@ pub fn consume_stats(broker: &Broker, request: &RemotingCommand) -> Handled {
         }
     }
     Ok(success().with_body(json(&stats)?))
+}
+
+/// Whether a group has consume stats for `topic`: not when it is online with
+/// subscriptions that leave the topic out.
+fn has_stats_for(online: Option<&crate::client_manager::ConsumerGroupInfo>, topic: &str) -> bool {
+    online.is_none_or(|g| g.subscriptions.is_empty() || g.subscriptions.contains_key(topic))
 }
 
 /// Where `group` is in one queue: the queue's end, the group's committed offset, and when
@@ -216,10 +219,7 @@ pub fn broker_consume_stats(broker: &Broker, request: &RemotingCommand) -> Handl
             if h.is_order && !config.order {
                 continue;
             }
-            // A group online that does not subscribe to the topic has no stats for it.
-            if online.as_ref().is_some_and(|g| {
-                !g.subscriptions.is_empty() && !g.subscriptions.contains_key(&topic)
-            }) {
+            if !has_stats_for(online.as_ref(), &topic) {
                 continue;
             }
             let mut stats = ConsumeStats::default();

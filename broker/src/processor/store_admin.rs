@@ -106,8 +106,13 @@ pub fn query_consume_queue(broker: &Broker, request: &RemotingCommand) -> Handle
         None => (None, None),
         Some(group) => match broker.consumers.subscription(group, &topic) {
             None => (None, Some(format!("{group}@{topic} is not online!"))),
-            // Tag subscriptions have no filter data (RocketMQ keeps it for SQL92 only).
-            Some(sub) => (Some(sub), Some("null".to_owned())),
+            Some(sub) => {
+                let filter = broker.filters.get(&topic, group);
+                (
+                    Some(sub),
+                    Some(filter_data_json(group, &topic, filter.as_ref())),
+                )
+            }
         },
     };
     let start = u64::try_from(index).ok().filter(|i| (min..max).contains(i));
@@ -136,4 +141,26 @@ pub fn query_consume_queue(broker: &Broker, request: &RemotingCommand) -> Handle
         min_queue_index: i64::try_from(min).unwrap_or(i64::MAX),
     };
     Ok(success().with_body(fastjson::to_vec(&view, fastjson::KeyStyle::Fastjson)?))
+}
+
+/// RocketMQ's `ConsumerFilterData` as JSON, as QUERY_CONSUME_QUEUE shows it: a group's
+/// registered SQL92 filter of the topic, or `null` (tag subscriptions have none).
+fn filter_data_json(
+    group: &str,
+    topic: &str,
+    filter: Option<&crate::filter::registry::FilterData>,
+) -> String {
+    let Some(f) = filter else {
+        return "null".to_owned();
+    };
+    let data = serde_json::json!({
+        "consumerGroup": group,
+        "topic": topic,
+        "expression": f.expression,
+        "expressionType": f.expression_type,
+        "clientVersion": f.client_version,
+        "bornTime": f.born,
+        "deadTime": f.dead_since.unwrap_or(0),
+    });
+    serde_json::to_string_pretty(&data).unwrap_or_else(|_| "null".to_owned())
 }

@@ -776,6 +776,45 @@ fn measured_producer(
     Ok(())
 }
 
+/// Fills the backlog of [`TOPIC`]: `messages` of `size` bytes, async batches of `batch`, 8
+/// threads with 4 requests in flight each, plus `extra` producer options; the broker's
+/// CPU and memory over the fill go into `result` as `fill_*`. Returns mqbench's summary.
+pub(super) fn fill_backlog(
+    bench: &Bench<'_>,
+    cluster: &mut Cluster,
+    messages: u64,
+    size: u64,
+    batch: u64,
+    extra: &[&str],
+    result: &mut RunResult,
+) -> Result<Value, String> {
+    let (size, batch, messages) = (size.to_string(), batch.to_string(), messages.to_string());
+    let mut args = strings(&[
+        "producer",
+        "-t",
+        TOPIC,
+        "--size",
+        &size,
+        "--mode",
+        "async",
+        "--batch",
+        &batch,
+        "--threads",
+        "8",
+        "--inflight",
+        "4",
+        "--messages",
+        &messages,
+        "--duration",
+        "1800s",
+    ]);
+    args.extend(strings(extra));
+    let sample = Sample::start(cluster);
+    let fill = bench.run("fill", &args, Duration::from_secs(2000))?;
+    sample.finish(cluster, num(&fill, &["messages"]), "fill_", result);
+    Ok(fill)
+}
+
 /// Fill a backlog (batches of 16, async), then time a catch-up read of all of it.
 fn backlog(
     bench: &Bench<'_>,
@@ -786,31 +825,7 @@ fn backlog(
     create_topics(bench, cluster, TOPIC, 1, QUEUES)?;
     let size = 1024u64;
     let messages = plan.backlog_bytes / size;
-    let sample = Sample::start(cluster);
-    let fill = bench.run(
-        "fill",
-        &strings(&[
-            "producer",
-            "-t",
-            TOPIC,
-            "--size",
-            &size.to_string(),
-            "--mode",
-            "async",
-            "--batch",
-            "16",
-            "--threads",
-            "8",
-            "--inflight",
-            "4",
-            "--messages",
-            &messages.to_string(),
-            "--duration",
-            "1800s",
-        ]),
-        Duration::from_secs(2000),
-    )?;
-    sample.finish(cluster, num(&fill, &["messages"]), "fill_", result);
+    let fill = fill_backlog(bench, cluster, messages, size, 16, &[], result)?;
     record_producer(result, "fill_", &fill);
     add_errors(result, &fill);
     let stored = num(&fill, &["messages"]);

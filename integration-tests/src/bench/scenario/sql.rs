@@ -17,7 +17,8 @@
 use std::time::Duration;
 
 use super::{
-    Bench, MIB, Plan, QUEUES, RunResult, Sample, TOPIC, add_errors, create_topics, num, strings,
+    Bench, MIB, Plan, QUEUES, RunResult, Sample, TOPIC, add_errors, create_topics, fill_backlog,
+    num, strings,
 };
 use crate::bench::cluster::Cluster;
 
@@ -73,33 +74,15 @@ pub(super) fn filtered_reads(
     let size = 1024u64;
     let messages = backlog_bytes(plan) / size;
     // The fill's broker CPU includes the dispatch-time indexing of registered filters.
-    let sample = Sample::start(cluster);
-    let fill = bench.run(
-        "fill",
-        &strings(&[
-            "producer",
-            "-t",
-            TOPIC,
-            "--size",
-            &size.to_string(),
-            "--mode",
-            "async",
-            "--batch",
-            &BATCH.to_string(),
-            "--threads",
-            "8",
-            "--inflight",
-            "4",
-            "--messages",
-            &messages.to_string(),
-            "--duration",
-            "1800s",
-            "--bucket-property",
-            BUCKET,
-        ]),
-        Duration::from_secs(2000),
+    let fill = fill_backlog(
+        bench,
+        cluster,
+        messages,
+        size,
+        BATCH,
+        &["--bucket-property", BUCKET],
+        result,
     )?;
-    sample.finish(cluster, num(&fill, &["messages"]), "fill_", result);
     add_errors(result, &fill);
     let stored = num(&fill, &["messages"]);
     result
