@@ -8,10 +8,13 @@
 //! - Java client 4.9.8: sync, async (callback) and selector (`request(msg, selector, arg,
 //!   timeout)`) requests, every one answered by its own reply within the request timeout;
 //! - Java client 5.3.3: async requests answered the same way. Its synchronous `request` methods
-//!   fail on both brokers alike: they return once the request is sent, with "send request message
-//!   to <T> OK, but wait reply message timeout" (the client's send callback counts the reply latch
-//!   down; fixed in Apache's later sources). The test asserts that failure on both, so a client
-//!   that fixes it shows up here.
+//!   usually return once the request is sent, with "send request message to <T> OK, but wait
+//!   reply message timeout" (the client's send callback counts the reply latch down unless the
+//!   reply came first; fixed in Apache's later sources): the test takes either outcome per
+//!   request, on both brokers, and asserts every request was served and every reply pushed.
+//!
+//! The requests are timed once the responder consumes (a probe message first): a push consumer
+//! may start pulling a heartbeat interval late on any broker (apache/rocketmq#3434).
 //!
 //! See `java/src/main/java/sluice/it/RequestReply.java`.
 
@@ -82,27 +85,47 @@ fn requests_are_answered(who: &str, namesrv: &str, version: &str, mode: &str) {
     );
 }
 
-/// The 5.3.3 client's synchronous request gives up once its request is sent, whatever the
-/// broker does; the responder's replies are still taken (pushed, answered SUCCESS).
-fn sync_request_fails_as_the_client_does(who: &str, namesrv: &str) {
+/// The 5.3.3 client's synchronous request gives up once its request is sent, unless the reply
+/// happens to arrive first (a race inside the client), whatever the broker does. So each request
+/// is either answered by its own reply or fails with the client's "OK, but wait reply message
+/// timeout"; either way the responder served it and the broker took (pushed) its reply.
+fn sync_requests_as_the_5_3_3_client_allows(who: &str, namesrv: &str) {
     let out = run_requests(namesrv, V5, "sync");
-    assert!(
-        !out.success(),
-        "{who}: the 5.3.3 sync request now works:\n{}",
+    let replies = out.fields("REPLY ");
+    let errs = out.lines_starting_with("ERR request ");
+    assert_eq!(
+        replies.len() + errs.len(),
+        REQUESTS,
+        "{who}:\n{}",
         out.stdout
     );
-    let errs = out.lines_starting_with("ERR request ");
-    assert_eq!(errs.len(), REQUESTS, "{who}:\n{}", out.stdout);
     assert!(
         errs.iter()
             .all(|e| e.contains("OK, but wait reply message timeout")),
         "{who}:\n{}",
         out.stdout
     );
+    for r in &replies {
+        assert!(
+            r.contains(&format!("body=reply:req-{}", r[0]).as_str()),
+            "{who}: {r:?}"
+        );
+    }
+    assert_eq!(
+        out.lines_starting_with("SERVED ").len(),
+        REQUESTS,
+        "{who}: every request reaches the responder:\n{}",
+        out.stdout
+    );
     assert!(
         out.lines_starting_with("ERR reply ").is_empty(),
         "{who}: a reply was refused:\n{}",
         out.stdout
+    );
+    eprintln!(
+        "{who}: 5.3.3 sync: {} answered, {} given up by the client",
+        replies.len(),
+        errs.len()
     );
 }
 
@@ -122,7 +145,7 @@ fn requests_4_9_8_sluice() {
 fn requests_5_3_3_sluice() {
     let pair = sluice_pair();
     requests_are_answered("sluice", &pair.namesrv(), V5, "async");
-    sync_request_fails_as_the_client_does("sluice", &pair.namesrv());
+    sync_requests_as_the_5_3_3_client_allows("sluice", &pair.namesrv());
 }
 
 /// Every case on one Apache broker (its start is the slow part).
@@ -134,5 +157,5 @@ fn requests_apache() {
         requests_are_answered("Apache 5.3.3", &ns.addr(), V4, mode);
     }
     requests_are_answered("Apache 5.3.3", &ns.addr(), V5, "async");
-    sync_request_fails_as_the_client_does("Apache 5.3.3", &ns.addr());
+    sync_requests_as_the_5_3_3_client_allows("Apache 5.3.3", &ns.addr());
 }

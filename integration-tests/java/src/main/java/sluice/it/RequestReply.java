@@ -40,6 +40,10 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * message timeout" (its send callback counts the reply latch down): with it only async requests
  * get their replies, whichever broker serves them. The 4.9 client's work in every mode.
  *
+ * <p>Before the timed requests the requester sends one plain message and waits until the
+ * responder has consumed it ({@code READY after=<ms>}): a push consumer can start pulling up to
+ * one heartbeat interval late on any broker, and that is not what this program measures.
+ *
  * <p>Prints {@code SERVED <request body> <send status>} per reply the responder sent, {@code REPLY <i> queue=<q|-> rtt=<ms> body=<reply body> topic=<reply topic>} per
  * answered request, {@code ERR request <i> <why>} per failed one, {@code ERR reply <why>} per
  * reply the responder could not send, and {@code OK replies=<n>} (exit 0) when every request was
@@ -48,6 +52,11 @@ import org.apache.rocketmq.common.message.MessageQueue;
 public final class RequestReply {
     private static final String USAGE = "--namesrv HOST:PORT --topic T --count N --mode sync|async|selector"
             + " [--request-timeout-ms MS] [--timeout-ms MS]";
+
+    /** A plain message the responder takes as "I am consuming" rather than a request. */
+    private static final String PROBE = "probe";
+    /** Longer than the clients' 30 s heartbeat interval. */
+    private static final long READY_TIMEOUT_MS = 45_000;
 
     private RequestReply() {}
 
@@ -79,6 +88,8 @@ public final class RequestReply {
         long requestTimeoutMs = args.getLong("request-timeout-ms", 15_000);
         long pid = ProcessHandle.current().pid();
         AtomicInteger replyErrors = new AtomicInteger();
+        CountDownLatch consuming = new CountDownLatch(1);
+        AtomicInteger handled = new AtomicInteger();
 
         DefaultMQProducer replier = new DefaultMQProducer("sluice_it_replier");
         replier.setNamesrvAddr(namesrv);
@@ -99,6 +110,10 @@ public final class RequestReply {
                 for (MessageExt request : msgs) {
                     try {
                         String body = new String(request.getBody(), StandardCharsets.UTF_8);
+                        if (body.equals(PROBE)) {
+                            consuming.countDown();
+                            continue;
+                        }
                         Message reply = MessageUtil.createReplyMessage(request,
                                 ("reply:" + body).getBytes(StandardCharsets.UTF_8));
                         var sent = replier.send(reply);
@@ -107,6 +122,7 @@ public final class RequestReply {
                         replyErrors.incrementAndGet();
                         Harness.out.println("ERR reply " + Harness.describe(e));
                     }
+                    handled.incrementAndGet();
                 }
                 return ConsumeConcurrentlyStatus.CONSUME_SUCCESS;
             });
@@ -119,6 +135,16 @@ public final class RequestReply {
         }
         int answered = 0;
         try {
+            // Requests are timed from when the responder consumes: a push consumer may start
+            // pulling only after its next heartbeat, up to 30 s (a client race, on any broker:
+            // apache/rocketmq#3434).
+            long probed = System.currentTimeMillis();
+            requester.send(new Message(topic, PROBE.getBytes(StandardCharsets.UTF_8)));
+            if (!consuming.await(READY_TIMEOUT_MS, TimeUnit.MILLISECONDS)) {
+                Harness.out.println("ERR responder consumed nothing in " + READY_TIMEOUT_MS + " ms");
+                return Harness.EXIT_FAIL;
+            }
+            Harness.out.println("READY after=" + (System.currentTimeMillis() - probed));
             List<MessageQueue> queues = requester.fetchPublishMessageQueues(topic);
             for (int i = 0; i < count; i++) {
                 String body = "req-" + i;
@@ -181,6 +207,13 @@ public final class RequestReply {
                 answered++;
                 Harness.out.println("REPLY " + i + " queue=" + queue + " rtt=" + (System.currentTimeMillis() - started)
                         + " body=" + replyBody + " topic=" + reply.getTopic());
+            }
+            // The requester stays connected until every request was answered or refused (a
+            // client whose request() gave up early would otherwise see its replies refused
+            // for want of its channel).
+            long deadline = System.currentTimeMillis() + requestTimeoutMs;
+            while (handled.get() < count && System.currentTimeMillis() < deadline) {
+                Thread.sleep(50);
             }
         } catch (Exception e) {
             Harness.out.println("ERR " + Harness.describe(e));
