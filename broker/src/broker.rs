@@ -13,6 +13,7 @@ use remoting::{RemotingClient, RequestHook};
 use store::{MessageStore, StoreConfig};
 
 use crate::client_manager::{ConsumerManager, ProducerManager};
+use crate::cold_read::ColdReadThresholds;
 use crate::config::{BrokerConfig, BrokerRole};
 use crate::consumer_offset::ConsumerOffsetManager;
 use crate::delay_offset::DelayOffsets;
@@ -86,6 +87,8 @@ pub struct Broker {
     pub stats: BrokerStats,
     /// Pulls held for long polling.
     pub pull_hold: Arc<PullHold>,
+    /// Per-group cold-read thresholds (kept and shown, never applied: see the module).
+    pub cold_read: ColdReadThresholds,
     /// Master/slave replication.
     pub replication: Replication,
     /// Asks a slave to copy its master's tables at once.
@@ -204,6 +207,7 @@ impl Broker {
             namesrv,
             stats: BrokerStats::default(),
             pull_hold: Arc::new(PullHold::default()),
+            cold_read: ColdReadThresholds::default(),
             sync_now: tokio::sync::Notify::new(),
             guard,
             inner_hook,

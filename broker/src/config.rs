@@ -100,6 +100,19 @@ pub struct BrokerConfig {
     /// Replies (SEND_REPLY_MESSAGE) are stored in their reply topic as well as pushed to
     /// the requester (`storeReplyMessageEnable`, true).
     pub store_reply_message_enable: bool,
+    /// INVOKE_BROKER_TO_RESET_OFFSET resets the group in the broker, online or not, and
+    /// its pulls take the new offset (`useServerSideResetOffset`, RocketMQ 5, true);
+    /// false: RocketMQ 4.9's way, through the group's online clients.
+    pub use_server_side_reset_offset: bool,
+    /// Throttle groups reading cold (on-disk) data (`coldDataFlowControlEnable`, RocketMQ
+    /// 5, false). sluice has no such throttle: true is refused at start.
+    pub cold_data_flow_control_enable: bool,
+    /// A group's cold-read threshold, bytes, shown by GET_COLD_DATA_FLOW_CTR_INFO
+    /// (`cgColdReadThreshold`, 3 MiB).
+    pub cg_cold_read_threshold: i64,
+    /// The broker's cold-read threshold, bytes, shown likewise
+    /// (`globalColdReadThreshold`, 100 MiB).
+    pub global_cold_read_threshold: i64,
     /// A half message younger than this (ms) is not checked back yet
     /// (`transactionTimeOut`, 6000).
     #[serde(rename = "transactionTimeOut")]
@@ -197,6 +210,10 @@ impl Default for BrokerConfig {
             recall_message_enable: false,
             allow_recall_when_broker_not_writeable: true,
             store_reply_message_enable: true,
+            use_server_side_reset_offset: true,
+            cold_data_flow_control_enable: false,
+            cg_cold_read_threshold: 3 * 1024 * 1024,
+            global_cold_read_threshold: 100 * 1024 * 1024,
             transaction_time_out: 6_000,
             transaction_check_max: 15,
             transaction_check_interval: 60_000,
@@ -340,6 +357,11 @@ impl BrokerConfig {
         if self.server_socket_backlog == 0 {
             return Err(ConfigError::Invalid(
                 "serverSocketBacklog must be > 0".into(),
+            ));
+        }
+        if self.cold_data_flow_control_enable {
+            return Err(ConfigError::Invalid(
+                "coldDataFlowControlEnable = true: sluice has no cold-read flow control".into(),
             ));
         }
         self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);

@@ -1,6 +1,13 @@
 //! Committed consumer offsets (`ConsumerOffsetManager`): `topic@group` → queue id →
 //! next offset to consume, persisted to consumerOffset.json every
 //! `flushConsumerOffsetInterval` and on shutdown.
+//!
+//! A server-side reset (RocketMQ 5's `useServerSideResetOffset`) writes the new offset
+//! and also keeps it as *pending* until the group's next pull of that queue takes it:
+//! meanwhile the group's own commits of its old position are ignored (its in-flight
+//! acknowledgements must not undo the reset) and queries answer the reset offset. The
+//! pending marks live in memory only, as in RocketMQ: after a restart the written offset
+//! is what counts.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -23,6 +30,8 @@ fn key(topic: &str, group: &str) -> String {
 #[derive(Debug)]
 pub struct ConsumerOffsetManager {
     table: RwLock<BTreeMap<String, BTreeMap<i32, i64>>>,
+    /// Resets not yet taken by a pull: `topic@group` → queue id → offset.
+    pending_resets: RwLock<BTreeMap<String, BTreeMap<i32, i64>>>,
     dirty: AtomicBool,
     path: PathBuf,
 }
@@ -41,6 +50,7 @@ impl ConsumerOffsetManager {
         }
         Ok(ConsumerOffsetManager {
             table: RwLock::new(table),
+            pending_resets: RwLock::new(BTreeMap::new()),
             dirty: AtomicBool::new(false),
             path,
         })
@@ -55,12 +65,71 @@ impl ConsumerOffsetManager {
         }
     }
 
-    /// The committed offset, if any.
+    /// A commit from the group itself: ignored (false) while a reset of the queue is
+    /// pending.
+    pub fn commit_unless_reset(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+    ) -> bool {
+        if self.has_pending_reset(group, topic, queue_id) {
+            return false;
+        }
+        self.commit(group, topic, queue_id, offset);
+        true
+    }
+
+    /// Resets `group` on `topic`/`queue_id` to `offset`: written now, and pending until
+    /// the group's next pull of the queue takes it ([`Self::take_pending_reset`]).
+    pub fn reset(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        self.pending_resets
+            .write()
+            .entry(key(topic, group))
+            .or_default()
+            .insert(queue_id, offset);
+        self.commit(group, topic, queue_id, offset);
+    }
+
+    /// Whether a reset of the queue waits for the group's next pull.
+    #[must_use]
+    pub fn has_pending_reset(&self, group: &str, topic: &str, queue_id: i32) -> bool {
+        let pending = self.pending_resets.read();
+        !pending.is_empty()
+            && pending
+                .get(&key(topic, group))
+                .is_some_and(|q| q.contains_key(&queue_id))
+    }
+
+    /// Takes the queue's pending reset, if any.
+    pub fn take_pending_reset(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        if self.pending_resets.read().is_empty() {
+            return None;
+        }
+        let mut pending = self.pending_resets.write();
+        let k = key(topic, group);
+        let queues = pending.get_mut(&k)?;
+        let offset = queues.remove(&queue_id);
+        if queues.is_empty() {
+            pending.remove(&k);
+        }
+        offset
+    }
+
+    /// The committed offset (a pending reset's, if any), if any.
     #[must_use]
     pub fn query(&self, group: &str, topic: &str, queue_id: i32) -> Option<i64> {
+        let k = key(topic, group);
+        {
+            let pending = self.pending_resets.read();
+            if let Some(offset) = pending.get(&k).and_then(|q| q.get(&queue_id)) {
+                return Some(*offset);
+            }
+        }
         self.table
             .read()
-            .get(&key(topic, group))
+            .get(&k)
             .and_then(|q| q.get(&queue_id).copied())
     }
 
@@ -101,6 +170,9 @@ impl ConsumerOffsetManager {
     /// Drops the offsets of every group on `topic` (topic deleted).
     pub fn remove_topic(&self, topic: &str) {
         let prefix = format!("{topic}{TOPIC_GROUP_SEPARATOR}");
+        self.pending_resets
+            .write()
+            .retain(|k, _| !k.starts_with(&prefix));
         let mut table = self.table.write();
         let before = table.len();
         table.retain(|k, _| !k.starts_with(&prefix));
@@ -111,12 +183,14 @@ impl ConsumerOffsetManager {
 
     /// Drops the offsets of `group` on every topic.
     pub fn remove_group(&self, group: &str) {
-        let mut table = self.table.write();
-        let before = table.len();
-        table.retain(|k, _| {
+        let other_group = |k: &String| {
             k.split_once(TOPIC_GROUP_SEPARATOR)
                 .is_none_or(|(_, g)| g != group)
-        });
+        };
+        self.pending_resets.write().retain(|k, _| other_group(k));
+        let mut table = self.table.write();
+        let before = table.len();
+        table.retain(|k, _| other_group(k));
         if table.len() != before {
             self.dirty.store(true, Ordering::Release);
         }
@@ -189,5 +263,27 @@ mod tests {
         assert_eq!(reloaded.query("g1", "T2", 0), Some(1));
         reloaded.remove_group("g1");
         assert!(reloaded.topics_of_group("g1").is_empty());
+    }
+
+    #[test]
+    fn a_pending_reset_wins_over_the_groups_commits_until_a_pull_takes_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let m = ConsumerOffsetManager::load(dir.path().join("consumerOffset.json")).unwrap();
+        m.commit("g", "T", 0, 50);
+        m.reset("g", "T", 0, 10);
+        assert_eq!(m.query("g", "T", 0), Some(10));
+        assert!(
+            !m.commit_unless_reset("g", "T", 0, 51),
+            "stale commit ignored"
+        );
+        assert_eq!(m.query("g", "T", 0), Some(10));
+        assert!(m.commit_unless_reset("g", "T", 1, 7), "other queues commit");
+        assert_eq!(m.take_pending_reset("g", "T", 0), Some(10));
+        assert_eq!(m.take_pending_reset("g", "T", 0), None);
+        assert!(m.commit_unless_reset("g", "T", 0, 12));
+        assert_eq!(m.query("g", "T", 0), Some(12));
+        m.reset("g", "T", 1, 0);
+        m.remove_group("g");
+        assert!(!m.has_pending_reset("g", "T", 1));
     }
 }

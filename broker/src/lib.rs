@@ -34,6 +34,7 @@
 pub mod broker;
 pub mod client_manager;
 pub mod clock;
+pub mod cold_read;
 pub mod config;
 pub mod consumer_offset;
 pub mod delay_offset;

@@ -125,7 +125,16 @@ impl Processor for BrokerProcessor {
             RequestCode::DeleteExpiredCommitlog => store_admin::delete_expired_commit_log(b),
             RequestCode::QueryConsumeQueue => store_admin::query_consume_queue(b, &request),
             RequestCode::SetCommitlogReadMode => store_admin::set_commit_log_read_mode(b, &request),
-            RequestCode::GetColdDataFlowCtrInfo => store_admin::cold_data_flow_ctr_info(),
+            RequestCode::GetColdDataFlowCtrInfo => store_admin::cold_data_flow_ctr_info(b),
+            RequestCode::UpdateColdDataFlowCtrConfig => {
+                store_admin::update_cold_data_flow_ctr_config(b, &request)
+            }
+            RequestCode::RemoveColdDataFlowCtrConfig => {
+                store_admin::remove_cold_data_flow_ctr_config(b, &request)
+            }
+            RequestCode::CheckRocksdbCqWriteProgress => {
+                store_admin::check_rocksdb_cq_write_progress()
+            }
             RequestCode::ResetMasterFlushOffset => ha_admin::reset_master_flush_offset(b, &request),
             RequestCode::HeartBeat => client::heartbeat(t, channel, &request),
             RequestCode::UnregisterClient => client::unregister_client(t, channel, &request),
@@ -145,8 +154,14 @@ impl Processor for BrokerProcessor {
                 admin::subscription_group_config(b, &request)
             }
             RequestCode::GetSystemTopicListFromBroker => admin::system_topics(b),
+            RequestCode::UpdateAndCreateTopicList => {
+                return admin::update_and_create_topic_list(&self.broker, &request);
+            }
             RequestCode::UpdateAndCreateSubscriptiongroup => {
                 admin::update_subscription_group(b, &request)
+            }
+            RequestCode::UpdateAndCreateSubscriptiongroupList => {
+                admin::update_subscription_group_list(b, &request)
             }
             RequestCode::DeleteSubscriptiongroup => admin::delete_subscription_group(b, &request),
             RequestCode::GetAllSubscriptiongroupConfig => admin::all_subscription_groups(b),

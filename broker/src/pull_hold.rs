@@ -127,6 +127,14 @@ impl PullHold {
         self.wake_where(topic, queue_id, |h| h.pull.offset < max_offset);
     }
 
+    /// Wakes `group`'s pulls held on the queue (its offset was reset: they answer with
+    /// the new one at once rather than at their timeout).
+    pub fn wake_group(&self, topic: &str, queue_id: i32, group: &str) {
+        self.wake_where(topic, queue_id, |h| {
+            h.pull.request.ext("consumerGroup") == Some(group)
+        });
+    }
+
     /// Queues with held pulls.
     #[must_use]
     pub fn queues(&self) -> Vec<(String, i32)> {

@@ -309,6 +309,21 @@ async fn consumer_offsets_and_max_offset() {
         queue_id: 0,
         commit_offset: 2,
     };
+    // RocketMQ 5 takes offsets only for a group it knows.
+    let refused = b
+        .call(RemotingCommand::request_with(
+            RequestCode::UpdateConsumerOffset,
+            &u,
+        ))
+        .await;
+    assert_eq!(
+        refused.code(),
+        ResponseCode::SubscriptionGroupNotExist.code()
+    );
+    assert_eq!(refused.remark(), Some("Group g not exist!"));
+    let group = RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroup)
+        .with_body(br#"{"groupName":"g"}"#.to_vec());
+    assert_eq!(b.call(group).await.code(), 0);
     assert_eq!(
         b.call(RemotingCommand::request_with(
             RequestCode::UpdateConsumerOffset,
@@ -480,4 +495,96 @@ async fn timer_messages_are_refused_not_delivered_at_once_without_the_wheel() {
         .await;
     assert_eq!(r.code(), 0, "{:?}", r.remark());
     b.stop().await;
+}
+
+/// UPDATE_AND_CREATE_TOPIC_LIST and UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (`mqadmin
+/// updateTopicList` / `updateSubGroupList`): every entry is checked before any is stored.
+#[tokio::test]
+async fn topic_and_group_lists() {
+    let b = Running::start(|_, _| {}).await;
+    let topics = |names: &[&str]| {
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| {
+                format!(r#"{{"topicName":"{n}","readQueueNums":2,"writeQueueNums":2,"perm":6}}"#)
+            })
+            .collect();
+        RemotingCommand::request(RequestCode::UpdateAndCreateTopicList)
+            .with_body(format!(r#"{{"topicConfigList":[{}]}}"#, list.join(",")).into_bytes())
+    };
+    let refused = b.call(topics(&["ListA", "bad topic"])).await;
+    assert_eq!(refused.code(), ResponseCode::InvalidParameter.code());
+    assert!(b.broker.topics.select("ListA").is_none(), "nothing stored");
+    assert_eq!(b.call(topics(&["ListA", "ListB"])).await.code(), 0);
+    let a = b.broker.topics.select("ListA").unwrap();
+    assert_eq!((a.read_queue_nums, a.write_queue_nums), (2, 2));
+    assert!(b.broker.topics.select("ListB").is_some());
+    // Unchanged entries are skipped, changed ones still stored.
+    assert_eq!(b.call(topics(&["ListA", "ListC"])).await.code(), 0);
+    assert!(b.broker.topics.select("ListC").is_some());
+
+    let groups = |names: &[&str]| {
+        let list: Vec<String> = names
+            .iter()
+            .map(|n| format!(r#"{{"groupName":"{n}"}}"#))
+            .collect();
+        RemotingCommand::request(RequestCode::UpdateAndCreateSubscriptiongroupList)
+            .with_body(format!(r#"{{"groupConfigList":[{}]}}"#, list.join(",")).into_bytes())
+    };
+    let refused = b.call(groups(&["list_g1", "bad group"])).await;
+    assert_eq!(refused.code(), ResponseCode::InvalidParameter.code());
+    assert!(
+        refused
+            .remark()
+            .unwrap()
+            .contains("contains illegal characters"),
+        "{:?}",
+        refused.remark()
+    );
+    assert!(b.broker.groups.find("list_g1").is_none(), "nothing stored");
+    assert_eq!(b.call(groups(&["list_g1", "list_g2"])).await.code(), 0);
+    assert!(b.broker.groups.find("list_g2").is_some());
+    b.stop().await;
+}
+
+/// The cold-read thresholds are kept and shown (never applied: sluice has no cold-read
+/// throttle and refuses `coldDataFlowControlEnable`); the RocksDB consume-queue check says
+/// there is none.
+#[tokio::test]
+async fn cold_read_thresholds_and_the_rocksdb_check() {
+    let b = Running::start(|_, _| {}).await;
+    let set = RemotingCommand::request(RequestCode::UpdateColdDataFlowCtrConfig)
+        .with_body(b"cold_g=4096\n".to_vec());
+    assert_eq!(b.call(set).await.code(), 0);
+    let info = b
+        .call(RemotingCommand::request(
+            RequestCode::GetColdDataFlowCtrInfo,
+        ))
+        .await;
+    let text = String::from_utf8(info.body.to_bytes().to_vec()).unwrap();
+    assert!(text.contains(r#""configTable":{"cold_g":4096}"#), "{text}");
+    let remove = RemotingCommand::request(RequestCode::RemoveColdDataFlowCtrConfig)
+        .with_body(b"cold_g".to_vec());
+    assert_eq!(b.call(remove).await.code(), 0);
+    let info = b
+        .call(RemotingCommand::request(
+            RequestCode::GetColdDataFlowCtrInfo,
+        ))
+        .await;
+    assert!(!String::from_utf8_lossy(&info.body.to_bytes()).contains("cold_g"));
+    let check = b
+        .call(RemotingCommand::request(
+            RequestCode::CheckRocksdbCqWriteProgress,
+        ))
+        .await;
+    assert_eq!(check.code(), 0);
+    assert!(String::from_utf8_lossy(&check.body.to_bytes()).contains(r#""checkStatus":3"#));
+    b.stop().await;
+
+    let mut config = broker::config::BrokerConfig {
+        cold_data_flow_control_enable: true,
+        ..broker::config::BrokerConfig::default()
+    };
+    let err = config.sanitize().unwrap_err().to_string();
+    assert!(err.contains("coldDataFlowControlEnable"), "{err}");
 }

@@ -306,6 +306,55 @@ impl JavaTools {
         self.mqadmin_raw_with_timeout(args, MQADMIN_TIMEOUT)
     }
 
+    /// Runs many official mqadmin commands (each with `-n namesrv` added) one after another
+    /// in one JVM (`MqAdmin --batch`), each within `per_command`; their outcomes in order.
+    ///
+    /// # Panics
+    /// When the batch cannot be written or run, or its output is not framed as expected.
+    #[must_use]
+    pub fn mqadmin_batch(
+        &self,
+        namesrv: &str,
+        commands: &[Vec<String>],
+        per_command: Duration,
+    ) -> Vec<MqadminRun> {
+        assert_loopback(namesrv);
+        let dir = tempfile::tempdir().expect("a temp dir for the batch");
+        let file = dir.path().join("batch.tsv");
+        let mut text = String::new();
+        for args in commands {
+            assert_loopback_args(&args.iter().map(String::as_str).collect::<Vec<_>>());
+            assert!(args.iter().all(|a| !a.contains(['\t', '\n'])), "{args:?}");
+            text.push_str(&args.join("\t"));
+            text.push_str("\t-n\t");
+            text.push_str(namesrv);
+            text.push('\n');
+        }
+        std::fs::write(&file, text).expect("the batch file");
+        let count = u32::try_from(commands.len()).unwrap_or(u32::MAX);
+        let total = per_command * count + Duration::from_secs(60);
+        let props = [format!("-Dsluice.it.timeoutMs={}", total.as_millis())];
+        let file_arg = file.display().to_string();
+        let per_ms = per_command.as_millis().to_string();
+        let out = self
+            .spawn_with(MQADMIN_CLASS, &["--batch", &file_arg, &per_ms], &props)
+            .wait(total + Duration::from_secs(10));
+        assert!(out.success(), "mqadmin batch: {out}");
+        let stdout = frames(&out.stdout);
+        let stderr = frames(&out.stderr);
+        assert_eq!(stdout.len(), commands.len(), "mqadmin batch stdout: {out}");
+        commands
+            .iter()
+            .zip(stdout.into_iter().zip(stderr))
+            .map(|(args, ((status, stdout), (_, stderr)))| MqadminRun {
+                args: args.clone(),
+                status,
+                stdout,
+                stderr,
+            })
+            .collect()
+    }
+
     fn mqadmin_raw_with_timeout(&self, args: &[&str], timeout: Duration) -> ChildOutput {
         // The wrapper's own watchdog fires a little before ours, so its "ERR timeout" is seen.
         let inner = timeout
@@ -314,6 +363,67 @@ impl JavaTools {
         let props = [format!("-Dsluice.it.timeoutMs={}", inner.as_millis())];
         self.spawn_with(MQADMIN_CLASS, args, &props).wait(timeout)
     }
+}
+
+/// One command of [`JavaTools::mqadmin_batch`].
+#[derive(Debug, Clone)]
+pub struct MqadminRun {
+    /// The command and its arguments (without `-n`).
+    pub args: Vec<String>,
+    /// 0 done, 1 failed (a stack trace or no such command), 124 not done in time.
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl MqadminRun {
+    /// Exit 0 and no exception printed.
+    #[must_use]
+    pub fn ok(&self) -> bool {
+        self.status == 0 && !self.stderr.contains("Exception")
+    }
+}
+
+impl std::fmt::Display for MqadminRun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "mqadmin {} (status {})\n--- stdout\n{}--- stderr\n{}",
+            self.args.join(" "),
+            self.status,
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// The `@@@ BEGIN i` … `@@@ END i status` frames of a batch's stream: (status, text) each.
+fn frames(stream: &str) -> Vec<(i32, String)> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    for line in stream.lines() {
+        // A command's last line may lack its newline: the marker then ends that line.
+        let (text, marker) = match line.find("@@@ ") {
+            Some(at) => (&line[..at], Some(&line[at..])),
+            None => (line, None),
+        };
+        if let (Some(current), false) = (current.as_mut(), text.is_empty() && marker.is_some()) {
+            current.push_str(text);
+            current.push('\n');
+        }
+        let Some(marker) = marker else { continue };
+        if marker.starts_with("@@@ BEGIN ") {
+            current = Some(String::new());
+        } else if let Some(rest) = marker.strip_prefix("@@@ END ") {
+            let status = rest
+                .split_whitespace()
+                .nth(1)
+                .and_then(|s| s.parse().ok())
+                .unwrap_or(-1);
+            out.push((status, current.take().unwrap_or_default()));
+        }
+    }
+    out
 }
 
 /// `$SLUICE_JAVA_CACHE`, else `$CARGO_TARGET_DIR/java-it`, else `<workspace>/target/java-it`.

@@ -316,11 +316,13 @@ impl Client {
         self.call(addr, request).await.map(drop)
     }
 
-    /// INVOKE_BROKER_TO_RESET_OFFSET: the broker resets its online consumers and
-    /// answers the new offsets.
+    /// INVOKE_BROKER_TO_RESET_OFFSET: a RocketMQ 5 broker (and sluice) resets the group
+    /// itself, online or not; a 4.9 broker resets its online consumers. `queue` limits it
+    /// to one queue and an exact offset (5.x brokers). Answers the new offsets.
     ///
     /// # Errors
-    /// Transport failure or an error code (CONSUMER_NOT_ONLINE when the group is offline).
+    /// Transport failure or an error code (CONSUMER_NOT_ONLINE from a 4.9 broker when the
+    /// group is offline).
     pub async fn invoke_broker_to_reset_offset(
         &self,
         addr: &str,
@@ -328,12 +330,13 @@ impl Client {
         group: &str,
         timestamp: i64,
         force: bool,
+        queue: Option<(i32, i64)>,
     ) -> Result<ResetOffsetBody> {
         let header = ResetOffsetRequestHeader {
             group: group.to_owned(),
             topic: topic.to_owned(),
-            queue_id: None,
-            offset: None,
+            queue_id: queue.map(|(q, _)| q),
+            offset: queue.map(|(_, o)| o),
             timestamp,
             is_force: force,
         };

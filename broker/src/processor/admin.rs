@@ -17,7 +17,7 @@ use remoting::protocol::broker::{
     GetConsumerRunningInfoRequestHeader, GetProducerConnectionListRequestHeader,
     GetSubscriptionGroupConfigRequestHeader, QueryTopicConsumeByWhoRequestHeader,
 };
-use remoting::protocol::constants::{perm, system, validate_topic, version_name};
+use remoting::protocol::constants::{perm, system, validate_group, validate_topic, version_name};
 use remoting::protocol::namesrv::TopicRequestHeader;
 use remoting::protocol::subscription::SubscriptionGroupConfig;
 use remoting::protocol::topic::{TopicConfig, TopicFilterType};
@@ -60,19 +60,68 @@ pub fn update_and_create_topic(broker: &Arc<Broker>, request: &RemotingCommand) 
     }
 }
 
+/// A topic name an operator may create or update: valid, and not a system topic.
+fn check_user_topic(broker: &Broker, topic: &str) -> Result<(), Refusal> {
+    validate_topic(topic).map_err(|e| Refusal::system(e.to_string()))?;
+    if system::is_system_topic(topic) || topic == broker.config().broker_cluster_name {
+        return Err(Refusal::system(format!(
+            "The topic[{topic}] is conflict with system topic."
+        )));
+    }
+    Ok(())
+}
+
+/// UPDATE_AND_CREATE_TOPIC_LIST (18, `mqadmin updateTopicList`): every topic is checked
+/// before any is stored; the answer waits for the topics.json write that holds them.
+/// (RocketMQ stops at the first unchanged topic and leaves the rest of the list out; here
+/// an unchanged one is only skipped.)
+pub fn update_and_create_topic_list(broker: &Arc<Broker>, request: &RemotingCommand) -> Reply {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct CreateTopicListRequestBody {
+        #[serde(default)]
+        topic_config_list: Vec<TopicConfig>,
+    }
+    let checked = fastjson::from_slice::<CreateTopicListRequestBody>(&request.body.to_bytes())
+        .map_err(Refusal::from)
+        .and_then(|body| {
+            for config in &body.topic_config_list {
+                check_user_topic(broker, &config.topic_name)
+                    .map_err(|r| Refusal::new(ResponseCode::InvalidParameter, r.remark))?;
+            }
+            Ok(body.topic_config_list)
+        });
+    let configs = match checked {
+        Ok(configs) => configs,
+        Err(refusal) => return Reply::Now(refusal.into_response()),
+    };
+    let names: Vec<&str> = configs.iter().map(|c| c.topic_name.as_str()).collect();
+    info!(topics = ?names, "topic list update");
+    let mut generation = None;
+    for config in configs {
+        if broker.topics.select(&config.topic_name).as_ref() != Some(&config) {
+            generation = Some(broker.topics.update(config));
+        }
+    }
+    let Some(generation) = generation else {
+        return Reply::Now(success());
+    };
+    let broker = Arc::clone(broker);
+    Reply::later(async move {
+        Some(match broker.topics.persisted(generation).await {
+            Ok(()) => success(),
+            Err(e) => Refusal::system(format!("cannot persist the topics: {e}")).into_response(),
+        })
+    })
+}
+
 /// UPDATE_AND_CREATE_TOPIC's checks; the topic config to store.
 fn prepare_topic_update(
     broker: &Broker,
     request: &RemotingCommand,
 ) -> Result<TopicConfig, Refusal> {
     let h: CreateTopicRequestHeader = request.decode_header()?;
-    validate_topic(&h.topic).map_err(|e| Refusal::system(e.to_string()))?;
-    if system::is_system_topic(&h.topic) || h.topic == broker.config().broker_cluster_name {
-        return Err(Refusal::system(format!(
-            "The topic[{}] is conflict with system topic.",
-            h.topic
-        )));
-    }
+    check_user_topic(broker, &h.topic)?;
     let config = TopicConfig {
         topic_name: h.topic.clone(),
         read_queue_nums: h.read_queue_nums,
@@ -156,6 +205,29 @@ pub fn update_subscription_group(broker: &Broker, request: &RemotingCommand) -> 
         .groups
         .update(config)
         .map_err(|e| Refusal::system(format!("cannot persist the group: {e}")))?;
+    Ok(success())
+}
+
+/// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225, `mqadmin updateSubGroupList`): every
+/// name is checked before any group is stored.
+pub fn update_subscription_group_list(broker: &Broker, request: &RemotingCommand) -> Handled {
+    #[derive(serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct SubscriptionGroupList {
+        #[serde(default)]
+        group_config_list: Vec<SubscriptionGroupConfig>,
+    }
+    let body: SubscriptionGroupList = fastjson::from_slice(&request.body.to_bytes())?;
+    for config in &body.group_config_list {
+        validate_group(&config.group_name)
+            .map_err(|e| Refusal::new(ResponseCode::InvalidParameter, e))?;
+    }
+    for config in body.group_config_list {
+        broker
+            .groups
+            .update(config)
+            .map_err(|e| Refusal::system(format!("cannot persist the group: {e}")))?;
+    }
     Ok(success())
 }
 

@@ -173,12 +173,32 @@ pub fn consumer_list(t: ClientTables<'_>, request: &RemotingCommand) -> Handled 
 /// UPDATE_CONSUMER_OFFSET (usually oneway from push consumers every 5 s).
 pub fn update_consumer_offset(t: ClientTables<'_>, request: &RemotingCommand) -> Handled {
     let header: UpdateConsumerOffsetRequestHeader = request.decode_header()?;
-    t.offsets.commit(
+    // RocketMQ 5's checks (4.9 took any offset).
+    if t.groups.find(&header.consumer_group).is_none() {
+        return Err(Refusal::new(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!("Group {} not exist!", header.consumer_group),
+        ));
+    }
+    if t.topics.select(&header.topic).is_none() {
+        return Err(Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("Topic {} not exist!", header.topic),
+        ));
+    }
+    let taken = t.offsets.commit_unless_reset(
         &header.consumer_group,
         &header.topic,
         header.queue_id,
         header.commit_offset,
     );
+    if !taken {
+        // RocketMQ 5's answer: the group's old position must not undo a reset.
+        return Ok(RemotingCommand::response(
+            ResponseCode::Success,
+            "Offset has been previously reset".to_owned(),
+        ));
+    }
     Ok(success())
 }
 

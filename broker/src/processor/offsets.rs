@@ -24,6 +24,7 @@ use tracing::info;
 
 use super::{Handled, Refusal, success};
 use crate::broker::Broker;
+use crate::config::BrokerRole;
 
 fn json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Refusal> {
     Ok(fastjson::to_vec(value, fastjson::KeyStyle::Fastjson)?)
@@ -276,13 +277,17 @@ pub fn consume_time_span(broker: &Broker, request: &RemotingCommand) -> Handled 
     Ok(success().with_body(json(&body)?))
 }
 
-/// INVOKE_BROKER_TO_RESET_OFFSET (222): computes each queue's offset for the
-/// timestamp (−1 = max offset), tells every online client of the group with
-/// RESET_CONSUMER_CLIENT_OFFSET (oneway), and answers with the offsets. An offline
-/// group gets CONSUMER_NOT_ONLINE, as in 4.9.8 (`mqadmin` then falls back to
-/// updating offsets itself).
+/// INVOKE_BROKER_TO_RESET_OFFSET (222). With `useServerSideResetOffset` (RocketMQ 5's
+/// default) the broker resets the group itself, online or not
+/// ([`reset_offset_in_broker`]); without it, as RocketMQ 4.9: each queue's offset for the
+/// timestamp (−1 = max offset) goes to every online client of the group with
+/// RESET_CONSUMER_CLIENT_OFFSET (oneway), and an offline group gets CONSUMER_NOT_ONLINE
+/// (`mqadmin` then falls back to updating offsets itself).
 pub fn reset_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
     let h: ResetOffsetRequestHeader = request.decode_header()?;
+    if broker.config().use_server_side_reset_offset {
+        return reset_offset_in_broker(broker, &h);
+    }
     let topic = broker.topics.select(&h.topic).ok_or_else(|| {
         Refusal::system(format!(
             "[reset-offset] request topic not exist: {}",
@@ -346,6 +351,83 @@ pub fn reset_offset(broker: &Broker, request: &RemotingCommand) -> Handled {
         info!(group = %h.group, client = %client.client_id, "reset offset notified");
     }
     Ok(success().with_body(java_body))
+}
+
+/// The offset of `topic`/`queue_id` at `timestamp` (the first message stored at or
+/// after it); a negative timestamp means the queue's end.
+fn offset_at_time(broker: &Broker, topic: &str, queue_id: i32, timestamp: i64) -> i64 {
+    as_i64(if timestamp < 0 {
+        broker.store.max_offset_in_queue(topic, queue_id)
+    } else {
+        broker
+            .store
+            .offset_in_queue_by_time(topic, queue_id, timestamp, BoundaryType::Lower)
+    })
+}
+
+/// The server-side reset (RocketMQ 5's `resetOffsetInner`): one queue (`queueId` ≥ 0) to
+/// `offset` if given, else every read queue, to the offset at `timestamp`. Each new
+/// offset is written and kept pending for the group's next pull of the queue (see
+/// [`crate::consumer_offset`]); held pulls of the group wake to take it at once. Answers
+/// the new offsets.
+fn reset_offset_in_broker(broker: &Broker, h: &ResetOffsetRequestHeader) -> Handled {
+    if broker.role() == BrokerRole::SLAVE {
+        return Err(Refusal::system("Can not reset offset in slave broker"));
+    }
+    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("Topic {} does not exist", h.topic),
+        )
+    })?;
+    if broker.groups.find(&h.group).is_none() {
+        return Err(Refusal::new(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!("Group {} does not exist", h.group),
+        ));
+    }
+    let mut offsets = BTreeMap::new();
+    match h.queue_id.filter(|q| *q >= 0) {
+        Some(queue_id) => {
+            let offset = match h.offset.filter(|o| *o != -1) {
+                Some(offset) => {
+                    let min = as_i64(broker.store.min_offset_in_queue(&h.topic, queue_id));
+                    let max = as_i64(broker.store.max_offset_in_queue(&h.topic, queue_id));
+                    if offset < min || offset > max.saturating_add(1) {
+                        return Err(Refusal::system(format!(
+                            "Target offset {offset} not in consume queue range [{min}-{max}]"
+                        )));
+                    }
+                    offset
+                }
+                None => offset_at_time(broker, &h.topic, queue_id, h.timestamp),
+            };
+            offsets.insert(queue_id, offset);
+        }
+        None => {
+            for queue_id in 0..topic.read_queue_nums {
+                offsets.insert(
+                    queue_id,
+                    offset_at_time(broker, &h.topic, queue_id, h.timestamp),
+                );
+            }
+        }
+    }
+    if offsets.is_empty() {
+        return Err(Refusal::system("No queues to reset."));
+    }
+    for (&queue_id, &offset) in &offsets {
+        broker.offsets.reset(&h.group, &h.topic, queue_id, offset);
+        broker.pull_hold.wake_group(&h.topic, queue_id, &h.group);
+    }
+    info!(group = %h.group, topic = %h.topic, queues = ?offsets, "offsets reset in the broker");
+    let body = ResetOffsetBody {
+        offset_table: offsets
+            .into_iter()
+            .map(|(queue_id, offset)| (mq(broker, &h.topic, queue_id), offset))
+            .collect(),
+    };
+    Ok(success().with_body(json(&body)?))
 }
 
 /// CLONE_GROUP_OFFSET (314).

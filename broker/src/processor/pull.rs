@@ -18,7 +18,7 @@ use remoting::protocol::heartbeat::{MessageModel, SubscriptionData};
 use remoting::server::Reply;
 use remoting::{Body, Channel, RemotingCommand, ResponseCode};
 use store::GetMessageStatus;
-use tracing::warn;
+use tracing::{info, warn};
 
 use super::{Refusal, success};
 use crate::broker::Broker;
@@ -49,11 +49,17 @@ pub fn execute(
         Ok(h) => h,
         Err(e) => return Some(Refusal::from(e).into_response()),
     };
+    // A reset waiting for this pull outranks the position the client commits with it.
+    let reset_pending =
+        broker
+            .offsets
+            .has_pending_reset(&header.consumer_group, &header.topic, header.queue_id);
     let outcome = pull(broker, channel, request, &header, allow_suspend);
     // The piggybacked commit happens on the first execution, whatever the outcome.
     let commit = allow_suspend
         && pull_sys_flag::has(header.sys_flag, pull_sys_flag::COMMIT_OFFSET)
-        && broker.role() != BrokerRole::SLAVE;
+        && broker.role() != BrokerRole::SLAVE
+        && !reset_pending;
     if commit {
         broker.offsets.commit(
             &header.consumer_group,
@@ -161,6 +167,16 @@ fn pull(
         }
         registered_filter(broker, &config, h, sub)?
     };
+    if let Some(reset) = broker
+        .offsets
+        .take_pending_reset(&h.consumer_group, &h.topic, h.queue_id)
+    {
+        // A client already reading from the reset offset goes on (RocketMQ bounces it
+        // all the same); any other is moved there.
+        if reset != h.queue_offset {
+            return Ok(Some(offset_reset_response(broker, h, reset)));
+        }
+    }
     let offset = u64::try_from(h.queue_offset).unwrap_or(0);
     let max_msgs = usize::try_from(h.max_msg_nums).unwrap_or(0).max(1);
     let result = broker.store.get_message(
@@ -256,6 +272,33 @@ fn pull(
         broker.stats.record_get(0);
     }
     Ok(Some(response))
+}
+
+/// PULL_OFFSET_MOVED to a server-side reset's offset (RocketMQ's `OFFSET_RESET` status):
+/// the client drops what it holds of the queue and resumes from `reset`.
+fn offset_reset_response(
+    broker: &Broker,
+    h: &PullMessageRequestHeader,
+    reset: i64,
+) -> RemotingCommand {
+    let header = PullMessageResponseHeader {
+        suggest_which_broker_id: system::MASTER_ID,
+        next_begin_offset: reset,
+        min_offset: as_i64(broker.store.min_offset_in_queue(&h.topic, h.queue_id)),
+        max_offset: as_i64(broker.store.max_offset_in_queue(&h.topic, h.queue_id)),
+        ..PullMessageResponseHeader::default()
+    };
+    info!(group = %h.consumer_group, topic = %h.topic, queue_id = h.queue_id,
+        from = h.queue_offset, to = reset, "pull moved to a reset offset");
+    let mut response = success().with_header(&header);
+    response.header.code = ResponseCode::PullOffsetMoved.code();
+    response.header.remark = Some("OFFSET_RESET".to_owned());
+    broker.stats.record_get(0);
+    response
+}
+
+fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// RocketMQ's refusal of a SQL92 pull on a broker without `enablePropertyFilter`.

@@ -1,8 +1,10 @@
 //! Store maintenance and inspection codes of Apache's mqadmin: CLEAN_EXPIRED_CONSUMEQUEUE
 //! (306, `cleanExpiredCQ`), CLEAN_UNUSED_TOPIC (316, `cleanUnusedTopic`),
 //! DELETE_EXPIRED_COMMITLOG (329, `deleteExpiredCommitLog`), QUERY_CONSUME_QUEUE (321,
-//! `queryCq`), SET_COMMITLOG_READ_MODE (2004, `setCommitLogReadAheadMode`) and
-//! GET_COLD_DATA_FLOW_CTR_INFO (2003, `getColdDataFlowCtrInfo`).
+//! `queryCq`), SET_COMMITLOG_READ_MODE (2004, `setCommitLogReadAheadMode`), the cold-read
+//! thresholds (2001–2003, `updateColdDataFlowCtrGroupConfig`,
+//! `removeColdDataFlowCtrGroupConfig`, `getColdDataFlowCtrInfo`) and
+//! CHECK_ROCKSDB_CQ_WRITE_PROGRESS (354, `checkRocksdbCqWriteProgress`).
 
 use std::collections::HashSet;
 
@@ -82,10 +84,54 @@ pub fn set_commit_log_read_mode(broker: &Broker, request: &RemotingCommand) -> H
     Ok(response)
 }
 
-/// GET_COLD_DATA_FLOW_CTR_INFO: sluice has no cold-read flow control, so no table: the
-/// answer without a body, which mqadmin prints as "has no cold ctr table".
-pub fn cold_data_flow_ctr_info() -> Handled {
+/// GET_COLD_DATA_FLOW_CTR_INFO: the thresholds, as a broker with cold-read flow control
+/// off shows them (see [`crate::cold_read`]).
+pub fn cold_data_flow_ctr_info(broker: &Broker) -> Handled {
+    let config = broker.config();
+    let info = broker
+        .cold_read
+        .info_json(
+            config.cg_cold_read_threshold,
+            config.global_cold_read_threshold,
+        )
+        .map_err(|e| Refusal::system(format!("cannot encode the cold read info: {e}")))?;
+    Ok(success().with_body(info.into_bytes()))
+}
+
+/// UPDATE_COLD_DATA_FLOW_CTR_CONFIG (2001): `group=threshold` properties in the body.
+pub fn update_cold_data_flow_ctr_config(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let body = request.body.to_bytes();
+    let text =
+        std::str::from_utf8(&body).map_err(|_| Refusal::system("string2Properties error"))?;
+    broker.cold_read.update(text);
     Ok(success())
+}
+
+/// REMOVE_COLD_DATA_FLOW_CTR_CONFIG (2002): the group's name is the body.
+pub fn remove_cold_data_flow_ctr_config(broker: &Broker, request: &RemotingCommand) -> Handled {
+    let body = request.body.to_bytes();
+    let group = std::str::from_utf8(&body).map_err(|_| Refusal::system("string parse error"))?;
+    broker.cold_read.remove(group);
+    Ok(success())
+}
+
+/// CHECK_ROCKSDB_CQ_WRITE_PROGRESS (354): RocketMQ compares its RocksDB consume queues with
+/// the file ones; sluice keeps consume queues in files only, so the check answers
+/// CHECK_ERROR (3) saying so (mqadmin prints "check error ... errInfo: ...").
+pub fn check_rocksdb_cq_write_progress() -> Handled {
+    #[derive(serde::Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct CheckRocksdbCqWriteResult {
+        check_result: &'static str,
+        check_status: i32,
+    }
+    const CHECK_ERROR: i32 = 3;
+    let body = serde_json::to_vec(&CheckRocksdbCqWriteResult {
+        check_result: "no RocksDB consume queue: sluice keeps consume queues in files only",
+        check_status: CHECK_ERROR,
+    })
+    .map_err(|e| Refusal::system(e.to_string()))?;
+    Ok(success().with_body(body))
 }
 
 /// QUERY_CONSUME_QUEUE: up to `count` units of a consume queue from `index`, with the

@@ -173,6 +173,11 @@ impl std::fmt::Display for TopicNameError {
     }
 }
 
+/// A byte RocketMQ allows in topic and group names (`^[%|a-zA-Z0-9_-]+$`).
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-')
+}
+
 /// Checks a topic name as `TopicValidator.validateTopic` does.
 ///
 /// # Errors
@@ -184,11 +189,33 @@ pub fn validate_topic(topic: &str) -> Result<(), TopicNameError> {
     if topic.len() > TOPIC_MAX_LENGTH {
         return Err(TopicNameError::TooLong);
     }
-    if !topic
-        .bytes()
-        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'%' | b'|' | b'_' | b'-'))
-    {
+    if !topic.bytes().all(is_name_byte) {
         return Err(TopicNameError::IllegalCharacter);
+    }
+    Ok(())
+}
+
+/// Longest group name accepted (`TopicValidator.GROUP_MAX_LENGTH`, RocketMQ 5.4+).
+pub const GROUP_MAX_LENGTH: usize = 120;
+
+/// Checks a consumer group name as `TopicValidator.validateGroup` does (RocketMQ 5.4+;
+/// the characters of a topic name, at most [`GROUP_MAX_LENGTH`]).
+///
+/// # Errors
+/// RocketMQ's remark for the refused name.
+pub fn validate_group(group: &str) -> Result<(), String> {
+    if group.trim().is_empty() {
+        return Err("The specified group is blank.".to_owned());
+    }
+    if !group.bytes().all(is_name_byte) {
+        return Err(format!(
+            "The specified group: {group}, contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
+        ));
+    }
+    if group.len() > GROUP_MAX_LENGTH {
+        return Err(format!(
+            "The specified group: {group}, is longer than group max length: {GROUP_MAX_LENGTH}"
+        ));
     }
     Ok(())
 }

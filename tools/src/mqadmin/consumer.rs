@@ -450,6 +450,25 @@ impl ResetOffsetByTime {
                 ctx.client
                     .update_consumer_offset(broker, group, topic, queue, offset)
                     .await?;
+                // Then the broker's own reset, which the group's online clients follow (as
+                // RocketMQ 5's resetOffsetByQueueId; a 4.9 broker has no such thing for an
+                // offline group, and the offset is updated already).
+                match ctx
+                    .client
+                    .invoke_broker_to_reset_offset(
+                        broker,
+                        topic,
+                        group,
+                        0,
+                        false,
+                        Some((queue, offset)),
+                    )
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if group_offline_or_new(&e) => {}
+                    Err(e) => return Err(e),
+                }
             }
             return Ok(());
         }
@@ -460,7 +479,7 @@ impl ResetOffsetByTime {
             let Some(addr) = select_addr(b) else { continue };
             match ctx
                 .client
-                .invoke_broker_to_reset_offset(addr, topic, group, timestamp, force)
+                .invoke_broker_to_reset_offset(addr, topic, group, timestamp, force, None)
                 .await
             {
                 Ok(body) => table.extend(body.offset_table),
