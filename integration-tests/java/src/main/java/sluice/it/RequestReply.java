@@ -41,8 +41,10 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * get their replies, whichever broker serves them. The 4.9 client's work in every mode.
  *
  * <p>Before the timed requests the requester sends one plain message and waits until the
- * responder has consumed it ({@code READY after=<ms>}): a push consumer can start pulling up to
- * one heartbeat interval late on any broker, and that is not what this program measures.
+ * responder has consumed it, then has the requester send a heartbeat ({@code READY after=<ms>}):
+ * a push consumer can start pulling up to one heartbeat interval late on any broker, a requester
+ * is unknown to the broker (its replies refused) until its first heartbeat after it learned a
+ * route, and neither is what this program measures.
  *
  * <p>Prints {@code SERVED <request body> <send status>} per reply the responder sent, {@code REPLY <i> queue=<q|-> rtt=<ms> body=<reply body> topic=<reply topic>} per
  * answered request, {@code ERR request <i> <why>} per failed one, {@code ERR reply <why>} per
@@ -144,6 +146,9 @@ public final class RequestReply {
                 Harness.out.println("ERR responder consumed nothing in " + READY_TIMEOUT_MS + " ms");
                 return Harness.EXIT_FAIL;
             }
+            // A reply finds the requester by its heartbeat: a client that started before it
+            // knew any broker sends its first one only on its next heartbeat tick.
+            requester.getDefaultMQProducerImpl().getMqClientFactory().sendHeartbeatToAllBrokerWithLock();
             Harness.out.println("READY after=" + (System.currentTimeMillis() - probed));
             List<MessageQueue> queues = requester.fetchPublishMessageQueues(topic);
             for (int i = 0; i < count; i++) {
