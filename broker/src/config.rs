@@ -107,6 +107,8 @@ pub struct BrokerConfig {
     /// Throttle groups reading cold (on-disk) data (`coldDataFlowControlEnable`, RocketMQ
     /// 5, false). sluice has no such throttle: true is refused at start.
     pub cold_data_flow_control_enable: bool,
+    /// Topics may take `+message.type=MIXED` (`enableMixedMessageType`, RocketMQ 5, false).
+    pub enable_mixed_message_type: bool,
     /// A group's cold-read threshold, bytes, shown by GET_COLD_DATA_FLOW_CTR_INFO
     /// (`cgColdReadThreshold`, 3 MiB).
     pub cg_cold_read_threshold: i64,
@@ -212,6 +214,7 @@ impl Default for BrokerConfig {
             store_reply_message_enable: true,
             use_server_side_reset_offset: true,
             cold_data_flow_control_enable: false,
+            enable_mixed_message_type: false,
             cg_cold_read_threshold: 3 * 1024 * 1024,
             global_cold_read_threshold: 100 * 1024 * 1024,
             transaction_time_out: 6_000,

@@ -55,5 +55,6 @@ pub mod slave_sync;
 pub mod stats;
 pub mod subscription_group;
 pub mod timer;
+pub mod topic_attributes;
 pub mod topic_config;
 pub mod transaction;

@@ -588,3 +588,73 @@ async fn cold_read_thresholds_and_the_rocksdb_check() {
     let err = config.sanitize().unwrap_err().to_string();
     assert!(err.contains("coldDataFlowControlEnable"), "{err}");
 }
+
+/// Topic attributes (RocketMQ 5): UPDATE_AND_CREATE_TOPIC's `+key=value,-key` changes are
+/// checked as Apache checks them, stored without their sign and answered by GET_TOPIC_CONFIG;
+/// GET_SUBSCRIPTIONGROUP_CONFIG creates an unknown group (autoCreateSubscriptionGroup).
+#[tokio::test]
+async fn topic_attributes_and_group_config() {
+    use remoting::protocol::broker::{
+        CreateTopicRequestHeader, GetSubscriptionGroupConfigRequestHeader,
+    };
+    use remoting::protocol::namesrv::TopicRequestHeader;
+    let b = Running::start(|_, _| {}).await;
+    let create = |attributes: &str| {
+        let header = CreateTopicRequestHeader {
+            topic: "AttrT".into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 2,
+            write_queue_nums: 2,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            topic_sys_flag: Some(0),
+            order: false,
+            attributes: Some(attributes.into()),
+            force: None,
+        };
+        RemotingCommand::request_with(RequestCode::UpdateAndCreateTopic, &header)
+    };
+    let stored = |b: &Running| {
+        b.broker
+            .topics
+            .select("AttrT")
+            .map(|c| c.attributes.get("message.type").cloned())
+    };
+    let mixed = b.call(create("+message.type=MIXED")).await;
+    assert_eq!(mixed.code(), ResponseCode::InvalidParameter.code());
+    assert_eq!(mixed.remark(), Some("MIXED message type is not supported."));
+    let unknown = b.call(create("+color=red")).await;
+    assert_eq!(unknown.code(), ResponseCode::SystemError.code());
+    assert_eq!(unknown.remark(), Some("unsupported key: color"));
+    assert_eq!(stored(&b), None, "nothing created");
+
+    assert_eq!(b.call(create("+message.type=FIFO")).await.code(), 0);
+    assert_eq!(stored(&b), Some(Some("FIFO".into())));
+    let get = RemotingCommand::request_with(
+        RequestCode::GetTopicConfig,
+        &TopicRequestHeader {
+            topic: "AttrT".into(),
+        },
+    );
+    let config = b.call(get).await;
+    let body = String::from_utf8(config.body.to_bytes().to_vec()).unwrap();
+    assert!(
+        body.contains(r#""attributes":{"message.type":"FIFO"}"#),
+        "{body}"
+    );
+    assert_eq!(b.call(create("+message.type=TRANSACTION")).await.code(), 0);
+    assert_eq!(stored(&b), Some(Some("TRANSACTION".into())));
+    assert_eq!(b.call(create("-message.type")).await.code(), 0);
+    assert_eq!(stored(&b), Some(None));
+
+    let group = RemotingCommand::request_with(
+        RequestCode::GetSubscriptiongroupConfig,
+        &GetSubscriptionGroupConfigRequestHeader {
+            group: "proxy_asks_for_me".into(),
+        },
+    );
+    let answer = b.call(group).await;
+    assert_eq!(answer.code(), 0, "{:?}", answer.remark());
+    assert!(b.broker.groups.find("proxy_asks_for_me").is_some());
+    b.stop().await;
+}

@@ -246,6 +246,7 @@ fn sweep(pair: &Pair) {
     let dir = tempfile::tempdir().unwrap();
     let topics_file = dir.path().join("topics.json");
     let listed_topic = unique_name("SweepListed");
+    let typed_topic = unique_name("SweepFifo");
     std::fs::write(
         &topics_file,
         format!(
@@ -374,6 +375,31 @@ fn sweep(pair: &Pair) {
                 "6",
             ],
             ok(&[]),
+        ),
+        // Topic attributes (RocketMQ 5): the message type Apache's proxy checks sends against.
+        (
+            vec![
+                "updateTopic",
+                "-c",
+                "DefaultCluster",
+                "-t",
+                &typed_topic,
+                "-a",
+                "+message.type=FIFO",
+            ],
+            ok(&["message.type=FIFO"]),
+        ),
+        (
+            vec![
+                "updateTopic",
+                "-c",
+                "DefaultCluster",
+                "-t",
+                &typed_topic,
+                "-a",
+                "+message.type=MIXED",
+            ],
+            Want::Refused,
         ),
         (
             vec![
@@ -694,6 +720,19 @@ fn sweep(pair: &Pair) {
             wrong.push(format!("want {want:?}: {run}"));
         }
     }
+    // The brokers hold the FIFO type (exportMetadata read it back from them).
+    let metadata = std::fs::read_to_string(dir.path().join("export/metadata.json"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<String>();
+    let typed = metadata
+        .find(&format!("\"{typed_topic}\":{{"))
+        .map(|at| &metadata[at..metadata.len().min(at + 400)]);
+    assert!(
+        typed.is_some_and(|t| t.contains(r#""message.type":"FIFO""#)),
+        "{}: {typed_topic} without its type in {metadata}",
+        pair.name()
+    );
     // The online group was reset to the start (by the broker, RocketMQ 5's way): its
     // consumer follows, and gets the first message again.
     assert!(

@@ -31,6 +31,7 @@ use super::{Handled, Refusal, success};
 use crate::broker::Broker;
 use crate::config::BrokerConfig;
 use crate::timer::TimerService;
+use crate::topic_attributes::{self, AttributeError};
 
 /// How long a relayed call to a consumer may take.
 const CALL_CLIENT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -85,11 +86,23 @@ pub fn update_and_create_topic_list(broker: &Arc<Broker>, request: &RemotingComm
     let checked = fastjson::from_slice::<CreateTopicListRequestBody>(&request.body.to_bytes())
         .map_err(Refusal::from)
         .and_then(|body| {
-            for config in &body.topic_config_list {
+            let mut configs = body.topic_config_list;
+            for config in &mut configs {
                 check_user_topic(broker, &config.topic_name)
                     .map_err(|r| Refusal::new(ResponseCode::InvalidParameter, r.remark))?;
+                // The list's attribute maps carry RocketMQ's `+key`/`-key` changes.
+                let changes: Vec<String> = std::mem::take(&mut config.attributes)
+                    .into_iter()
+                    .map(|(k, v)| match k.chars().next() {
+                        Some('-') => k,
+                        Some('+') => format!("{k}={v}"),
+                        _ => format!("+{k}={v}"),
+                    })
+                    .collect();
+                let current = broker.topics.select(&config.topic_name);
+                config.attributes = alter_attributes(broker, current.as_ref(), &changes.join(","))?;
             }
-            Ok(body.topic_config_list)
+            Ok(configs)
         });
     let configs = match checked {
         Ok(configs) => configs,
@@ -115,6 +128,24 @@ pub fn update_and_create_topic_list(broker: &Arc<Broker>, request: &RemotingComm
     })
 }
 
+/// A topic's attributes after `changes` (`+k=v,-k`; see [`topic_attributes`]), with
+/// RocketMQ's codes for a refusal.
+fn alter_attributes(
+    broker: &Broker,
+    current: Option<&TopicConfig>,
+    changes: &str,
+) -> Result<BTreeMap<String, String>, Refusal> {
+    topic_attributes::alter(
+        current.map(|c| &c.attributes),
+        Some(changes),
+        broker.config().enable_mixed_message_type,
+    )
+    .map_err(|e| match e {
+        AttributeError::Mixed => Refusal::new(ResponseCode::InvalidParameter, e.to_string()),
+        AttributeError::Invalid(text) => Refusal::system(text),
+    })
+}
+
 /// UPDATE_AND_CREATE_TOPIC's checks; the topic config to store.
 fn prepare_topic_update(
     broker: &Broker,
@@ -122,6 +153,12 @@ fn prepare_topic_update(
 ) -> Result<TopicConfig, Refusal> {
     let h: CreateTopicRequestHeader = request.decode_header()?;
     check_user_topic(broker, &h.topic)?;
+    let current = broker.topics.select(&h.topic);
+    let attributes = alter_attributes(
+        broker,
+        current.as_ref(),
+        h.attributes.as_deref().unwrap_or(""),
+    )?;
     let config = TopicConfig {
         topic_name: h.topic.clone(),
         read_queue_nums: h.read_queue_nums,
@@ -130,7 +167,7 @@ fn prepare_topic_update(
         topic_filter_type: TopicFilterType::from_name(&h.topic_filter_type).unwrap_or_default(),
         topic_sys_flag: h.topic_sys_flag.unwrap_or(0),
         order: h.order,
-        attributes: BTreeMap::new(),
+        attributes,
     };
     Ok(config)
 }
@@ -172,10 +209,12 @@ pub fn topic_config(broker: &Broker, request: &RemotingCommand) -> Handled {
     Ok(success().with_body(json(&config)?))
 }
 
-/// GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x).
+/// GET_SUBSCRIPTIONGROUP_CONFIG (352, 5.x): an unknown group is created first when
+/// `autoCreateSubscriptionGroup` is on, as RocketMQ does (Apache's proxy asks for every
+/// group it serves).
 pub fn subscription_group_config(broker: &Broker, request: &RemotingCommand) -> Handled {
     let h: GetSubscriptionGroupConfigRequestHeader = request.decode_header()?;
-    let config = broker.groups.find(&h.group).ok_or_else(|| {
+    let config = broker.groups.find_or_create(&h.group).ok_or_else(|| {
         Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,
             "No group in this broker",

@@ -1,0 +1,295 @@
+//! Topic attributes as RocketMQ 5 keeps them (`TopicAttributes`, `AttributeParser`,
+//! `AttributeUtil`): UPDATE_AND_CREATE_TOPIC carries changes as `+key=value,-key`, the
+//! stored map (topics.json, GET_TOPIC_CONFIG) holds plain `key → value`.
+//!
+//! The keys RocketMQ 5.3.3 knows: `message.type` (NORMAL, FIFO, DELAY, TRANSACTION, MIXED,
+//! UNSPECIFIED; changeable) — the type Apache's proxy checks sends against —,
+//! `queue.type`, `cleanup.policy` (fixed once created) and `reserve.time` (changeable).
+//! sluice has neither batch consume queues, compacted topics nor per-topic retention, so
+//! those three are accepted at their defaults only and any other value is refused
+//! rather than stored and ignored.
+
+use std::collections::BTreeMap;
+
+/// `message.type`.
+pub const MESSAGE_TYPE: &str = "message.type";
+
+/// One attribute RocketMQ defines.
+struct Definition {
+    name: &'static str,
+    changeable: bool,
+    /// The values RocketMQ allows (`None`: a long in `min..=max`).
+    values: Option<&'static [&'static str]>,
+    /// The values sluice can honour (a subset of `values`; `None`: all of them).
+    supported: Option<&'static [&'static str]>,
+}
+
+const DEFINITIONS: &[Definition] = &[
+    Definition {
+        name: "queue.type",
+        changeable: false,
+        values: Some(&["BatchCQ", "SimpleCQ"]),
+        supported: Some(&["SimpleCQ"]),
+    },
+    Definition {
+        name: "cleanup.policy",
+        changeable: false,
+        values: Some(&["DELETE", "COMPACTION"]),
+        supported: Some(&["DELETE"]),
+    },
+    Definition {
+        name: MESSAGE_TYPE,
+        changeable: true,
+        values: Some(&[
+            "UNSPECIFIED",
+            "NORMAL",
+            "FIFO",
+            "DELAY",
+            "TRANSACTION",
+            "MIXED",
+        ]),
+        supported: None,
+    },
+    Definition {
+        name: "reserve.time",
+        changeable: true,
+        values: None,
+        supported: Some(&["-1"]),
+    },
+];
+
+/// Why an attribute change is refused (RocketMQ's texts).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AttributeError {
+    /// `message.type=MIXED` without `enableMixedMessageType` (INVALID_PARAMETER on the wire).
+    #[error("MIXED message type is not supported.")]
+    Mixed,
+    /// Any other (SYSTEM_ERROR on the wire).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+fn err(text: impl Into<String>) -> AttributeError {
+    AttributeError::Invalid(text.into())
+}
+
+/// One change of an UPDATE_AND_CREATE_TOPIC `attributes` string.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Change {
+    Set(String, String),
+    Delete(String),
+}
+
+/// Parses `+k1=v1,+k2=v2,-k3` (`AttributeParser.parseToMap`).
+fn parse(text: &str) -> Result<Vec<Change>, AttributeError> {
+    let mut changes = Vec::new();
+    let mut keys: Vec<&str> = Vec::new();
+    for entry in text.split(',') {
+        let (key, value) = match entry.split_once('=') {
+            Some((key, value)) => (key, Some(value)),
+            None => (entry, None),
+        };
+        if keys.contains(&key) {
+            return Err(err(format!("key duplication: {key}")));
+        }
+        keys.push(key);
+        changes.push(match value {
+            Some(value) => {
+                let name = key
+                    .strip_prefix('+')
+                    .ok_or_else(|| err(format!("add/alter attribute format is wrong: {key}")))?;
+                Change::Set(name.to_owned(), value.to_owned())
+            }
+            None => {
+                let name = key
+                    .strip_prefix('-')
+                    .ok_or_else(|| err(format!("delete attribute format is wrong: {key}")))?;
+                Change::Delete(name.to_owned())
+            }
+        });
+    }
+    Ok(changes)
+}
+
+/// Applies the header's `attributes` to `current` (`None`: the topic is being created), as
+/// `AttributeUtil.alterCurrentAttributes` does; the new map. `mixed_allowed` is
+/// `enableMixedMessageType`.
+///
+/// # Errors
+/// RocketMQ's reason, or sluice's for a value it cannot honour.
+pub fn alter(
+    current: Option<&BTreeMap<String, String>>,
+    text: Option<&str>,
+    mixed_allowed: bool,
+) -> Result<BTreeMap<String, String>, AttributeError> {
+    let mut attributes = current.cloned().unwrap_or_default();
+    let Some(text) = text.filter(|t| !t.is_empty()) else {
+        return Ok(attributes);
+    };
+    for change in parse(text)? {
+        match change {
+            Change::Set(name, value) => {
+                let def = definition(&name)?;
+                if current.is_some() && !def.changeable && attributes.get(&name) != Some(&value) {
+                    return Err(err(format!(
+                        "attempt to update an unchangeable attribute. key: {name}"
+                    )));
+                }
+                check_value(def, &value)?;
+                if name == MESSAGE_TYPE && value == "MIXED" && !mixed_allowed {
+                    return Err(AttributeError::Mixed);
+                }
+                attributes.insert(name, value);
+            }
+            Change::Delete(name) => {
+                if current.is_none() {
+                    return Err(err(format!(
+                        "only add attribute is supported while creating topic. key: {name}"
+                    )));
+                }
+                let def = definition(&name)?;
+                if !def.changeable {
+                    return Err(err(format!(
+                        "attempt to update an unchangeable attribute. key: {name}"
+                    )));
+                }
+                if attributes.remove(&name).is_none() {
+                    return Err(err(format!("attempt to delete a nonexistent key: {name}")));
+                }
+            }
+        }
+    }
+    Ok(attributes)
+}
+
+fn definition(name: &str) -> Result<&'static Definition, AttributeError> {
+    if name.contains(['+', '-']) {
+        return Err(err(format!("unsupported key: {name}")));
+    }
+    DEFINITIONS
+        .iter()
+        .find(|d| d.name == name)
+        .ok_or_else(|| err(format!("unsupported key: {name}")))
+}
+
+fn check_value(def: &Definition, value: &str) -> Result<(), AttributeError> {
+    match def.values {
+        Some(values) if !values.contains(&value) => {
+            return Err(err(format!("value is not in set: [{}]", values.join(", "))));
+        }
+        Some(_) => {}
+        None => {
+            let in_range = value.parse::<i64>().is_ok_and(|v| v >= -1);
+            if !in_range {
+                return Err(err(format!("value is not in range(-1, {})", i64::MAX)));
+            }
+        }
+    }
+    if let Some(supported) = def.supported {
+        if !supported.contains(&value) {
+            return Err(err(format!(
+                "{}={value} is not supported by sluice (only {})",
+                def.name,
+                supported.join(", ")
+            )));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn create_update_delete() {
+        let created = alter(None, Some("+message.type=FIFO"), false).unwrap();
+        assert_eq!(created, map(&[("message.type", "FIFO")]));
+        let updated = alter(Some(&created), Some("+message.type=DELAY"), false).unwrap();
+        assert_eq!(updated, map(&[("message.type", "DELAY")]));
+        let deleted = alter(Some(&updated), Some("-message.type"), false).unwrap();
+        assert!(deleted.is_empty());
+        // No string: unchanged.
+        assert_eq!(alter(Some(&updated), None, false).unwrap(), updated);
+    }
+
+    #[test]
+    fn refusals_carry_rocketmqs_texts() {
+        let cases = [
+            (
+                None,
+                "message.type=FIFO",
+                "add/alter attribute format is wrong: message.type",
+            ),
+            (
+                None,
+                "message.type",
+                "delete attribute format is wrong: message.type",
+            ),
+            (
+                None,
+                "-message.type",
+                "only add attribute is supported while creating topic. key: message.type",
+            ),
+            (None, "+color=red", "unsupported key: color"),
+            (
+                None,
+                "+message.type=FIFO,+message.type=NORMAL",
+                "key duplication: +message.type",
+            ),
+            (
+                None,
+                "+message.type=LOUD",
+                "value is not in set: [UNSPECIFIED, NORMAL, FIFO, DELAY, TRANSACTION, MIXED]",
+            ),
+            (
+                None,
+                "+message.type=MIXED",
+                "MIXED message type is not supported.",
+            ),
+            (
+                None,
+                "+reserve.time=x",
+                "value is not in range(-1, 9223372036854775807)",
+            ),
+            (
+                Some(map(&[])),
+                "-message.type",
+                "attempt to delete a nonexistent key: message.type",
+            ),
+            (
+                Some(map(&[("queue.type", "SimpleCQ")])),
+                "+queue.type=BatchCQ",
+                "attempt to update an unchangeable attribute. key: queue.type",
+            ),
+        ];
+        for (current, text, want) in cases {
+            let got = alter(current.as_ref(), Some(text), false).unwrap_err();
+            assert_eq!(got.to_string(), want, "{text}");
+        }
+        assert!(alter(None, Some("+message.type=MIXED"), true).is_ok());
+    }
+
+    #[test]
+    fn values_sluice_cannot_honour_are_refused() {
+        for text in [
+            "+queue.type=BatchCQ",
+            "+cleanup.policy=COMPACTION",
+            "+reserve.time=24",
+        ] {
+            let e = alter(None, Some(text), false).unwrap_err();
+            assert!(
+                e.to_string().contains("is not supported by sluice"),
+                "{text}: {e}"
+            );
+        }
+        assert!(alter(None, Some("+queue.type=SimpleCQ,+reserve.time=-1"), false).is_ok());
+    }
+}
