@@ -275,6 +275,11 @@ pub fn respond(outcome: Handled) -> RemotingCommand {
     outcome.unwrap_or_else(Refusal::into_response)
 }
 
+/// A store offset or size as the wire's signed long (saturating).
+pub(crate) fn as_i64(v: u64) -> i64 {
+    i64::try_from(v).unwrap_or(i64::MAX)
+}
+
 /// A SUCCESS response with no remark.
 #[must_use]
 pub fn success() -> RemotingCommand {

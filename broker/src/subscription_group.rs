@@ -101,6 +101,15 @@ impl SubscriptionGroupManager {
             .cloned()
     }
 
+    /// Whether `group` is in the table (no auto-creation).
+    #[must_use]
+    pub fn contains(&self, group: &str) -> bool {
+        self.table
+            .read()
+            .subscription_group_table
+            .contains_key(group)
+    }
+
     /// Creates or replaces a group (UPDATE_AND_CREATE_SUBSCRIPTIONGROUP).
     ///
     /// # Errors

@@ -174,13 +174,13 @@ pub fn consumer_list(t: ClientTables<'_>, request: &RemotingCommand) -> Handled 
 pub fn update_consumer_offset(t: ClientTables<'_>, request: &RemotingCommand) -> Handled {
     let header: UpdateConsumerOffsetRequestHeader = request.decode_header()?;
     // RocketMQ 5's checks (4.9 took any offset).
-    if t.groups.find(&header.consumer_group).is_none() {
+    if !t.groups.contains(&header.consumer_group) {
         return Err(Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,
             format!("Group {} not exist!", header.consumer_group),
         ));
     }
-    if t.topics.select(&header.topic).is_none() {
+    if !t.topics.contains(&header.topic) {
         return Err(Refusal::new(
             ResponseCode::TopicNotExist,
             format!("Topic {} not exist!", header.topic),

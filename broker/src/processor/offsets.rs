@@ -22,16 +22,12 @@ use remoting::{LanguageCode, RemotingCommand, RequestCode, ResponseCode, fastjso
 use store::BoundaryType;
 use tracing::info;
 
-use super::{Handled, Refusal, success};
+use super::{Handled, Refusal, as_i64, success};
 use crate::broker::Broker;
 use crate::config::BrokerRole;
 
 fn json<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, Refusal> {
     Ok(fastjson::to_vec(value, fastjson::KeyStyle::Fastjson)?)
-}
-
-fn as_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 fn mq(broker: &Broker, topic: &str, queue_id: i32) -> MessageQueue {
@@ -380,7 +376,7 @@ fn reset_offset_in_broker(broker: &Broker, h: &ResetOffsetRequestHeader) -> Hand
             format!("Topic {} does not exist", h.topic),
         )
     })?;
-    if broker.groups.find(&h.group).is_none() {
+    if !broker.groups.contains(&h.group) {
         return Err(Refusal::new(
             ResponseCode::SubscriptionGroupNotExist,
             format!("Group {} does not exist", h.group),

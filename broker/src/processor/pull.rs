@@ -20,7 +20,7 @@ use remoting::{Body, Channel, RemotingCommand, ResponseCode};
 use store::GetMessageStatus;
 use tracing::{info, warn};
 
-use super::{Refusal, success};
+use super::{Refusal, as_i64, success};
 use crate::broker::Broker;
 use crate::config::{BrokerConfig, BrokerRole};
 use crate::filter::{SqlFilter, SubscriptionFilter, TagFilter, is_tag_type};
@@ -54,7 +54,14 @@ pub fn execute(
         broker
             .offsets
             .has_pending_reset(&header.consumer_group, &header.topic, header.queue_id);
-    let outcome = pull(broker, channel, request, &header, allow_suspend);
+    let outcome = pull(
+        broker,
+        channel,
+        request,
+        &header,
+        allow_suspend,
+        reset_pending,
+    );
     // The piggybacked commit happens on the first execution, whatever the outcome.
     let commit = allow_suspend
         && pull_sys_flag::has(header.sys_flag, pull_sys_flag::COMMIT_OFFSET)
@@ -80,6 +87,7 @@ fn pull(
     request: &RemotingCommand,
     h: &PullMessageRequestHeader,
     allow_suspend: bool,
+    reset_pending: bool,
 ) -> Result<Option<RemotingCommand>, Refusal> {
     let config = broker.config().clone();
     if !perm::is_readable(config.broker_permission) {
@@ -167,10 +175,14 @@ fn pull(
         }
         registered_filter(broker, &config, h, sub)?
     };
-    if let Some(reset) = broker
-        .offsets
-        .take_pending_reset(&h.consumer_group, &h.topic, h.queue_id)
-    {
+    let reset = reset_pending
+        .then(|| {
+            broker
+                .offsets
+                .take_pending_reset(&h.consumer_group, &h.topic, h.queue_id)
+        })
+        .flatten();
+    if let Some(reset) = reset {
         // A client already reading from the reset offset goes on (RocketMQ bounces it
         // all the same); any other is moved there.
         if reset != h.queue_offset {
@@ -295,10 +307,6 @@ fn offset_reset_response(
     response.header.remark = Some("OFFSET_RESET".to_owned());
     broker.stats.record_get(0);
     response
-}
-
-fn as_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
 }
 
 /// RocketMQ's refusal of a SQL92 pull on a broker without `enablePropertyFilter`.

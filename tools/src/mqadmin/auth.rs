@@ -25,9 +25,14 @@ fn split_list(text: Option<&str>) -> Option<Vec<String>> {
     })
 }
 
-fn user_body(info: &UserInfo) -> Result<Vec<u8>> {
-    fastjson::to_vec(info, fastjson::KeyStyle::Fastjson)
-        .map_err(|e| ToolsError::Usage(e.to_string()))
+/// A create/update user request: the username in the header, the user in the body.
+fn user_request(code: RequestCode, info: &UserInfo) -> Result<RemotingCommand> {
+    let body = fastjson::to_vec(info, fastjson::KeyStyle::Fastjson)
+        .map_err(|e| ToolsError::Usage(e.to_string()))?;
+    let header = UserRequestHeader {
+        username: info.username.clone(),
+    };
+    Ok(RemotingCommand::request_with(code, &header).with_body(body))
 }
 
 /// Where a change goes: `-b`, or every address of `-c`.
@@ -178,18 +183,13 @@ pub struct CreateUser {
 
 impl CreateUser {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        let username = self.username.trim().to_owned();
         let info = UserInfo {
-            username: Some(username.clone()),
+            username: Some(self.username.trim().to_owned()),
             password: Some(self.password.trim().to_owned()),
             user_type: self.user_type.as_deref().map(|t| t.trim().to_owned()),
             user_status: None,
         };
-        let header = UserRequestHeader {
-            username: Some(username),
-        };
-        let request = RemotingCommand::request_with(RequestCode::AuthCreateUser, &header)
-            .with_body(user_body(&info)?);
+        let request = user_request(RequestCode::AuthCreateUser, &info)?;
         send_all(ctx, &self.target, "create", "user", &request).await
     }
 }
@@ -219,19 +219,14 @@ pub struct UpdateUser {
 
 impl UpdateUser {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        let username = self.username.trim().to_owned();
         let trim = |v: &Option<String>| v.as_deref().map(|s| s.trim().to_owned());
         let info = UserInfo {
-            username: Some(username.clone()),
+            username: Some(self.username.trim().to_owned()),
             password: trim(&self.password),
             user_type: trim(&self.user_type),
             user_status: trim(&self.user_status),
         };
-        let header = UserRequestHeader {
-            username: Some(username),
-        };
-        let request = RemotingCommand::request_with(RequestCode::AuthUpdateUser, &header)
-            .with_body(user_body(&info)?);
+        let request = user_request(RequestCode::AuthUpdateUser, &info)?;
         send_all(ctx, &self.target, "update", "user", &request).await
     }
 }
