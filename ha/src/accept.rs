@@ -44,6 +44,9 @@ const ACCEPT_RETRY: Duration = Duration::from_millis(100);
 /// Bytes drained from a refused slave before closing, so the close sends FIN
 /// after our last frame instead of a reset that could drop it.
 const DRAIN_BEFORE_CLOSE: usize = 64 * 1024;
+/// A slot not read for this long is read on the next sweep whether or not epoll said it
+/// was readable (see [`MasterLoop::probe`]).
+const PROBE_SILENT: Duration = Duration::from_secs(2);
 
 /// Slave connections closed by every master loop of the process since it started.
 static CLOSED: AtomicU64 = AtomicU64::new(0);
@@ -192,7 +195,9 @@ impl MasterLoop {
             self.dirty.append(&mut self.again);
             for ev in &events {
                 match ev.token() {
-                    LISTENER => self.accept(),
+                    LISTENER => {
+                        self.accept();
+                    }
                     WAKER => {}
                     token => {
                         if let Some(slot) = self.slots.get_mut(&token) {
@@ -214,6 +219,7 @@ impl MasterLoop {
             self.poll_growth();
             if Instant::now() >= self.next_sweep {
                 self.sweep = true;
+                self.probe();
             }
             let (starved, swept) = self.service();
             self.arm_growth(starved, swept);
@@ -236,7 +242,9 @@ impl MasterLoop {
         at.saturating_duration_since(now)
     }
 
-    fn accept(&mut self) {
+    /// Accepts every pending connection; how many there were.
+    fn accept(&mut self) -> usize {
+        let mut accepted = 0;
         loop {
             match self.listener.accept() {
                 Ok((mut stream, peer)) => {
@@ -258,6 +266,7 @@ impl MasterLoop {
                         continue;
                     }
                     log_limit::limited!(info!(%peer, "slave connected"));
+                    accepted += 1;
                     self.dirty.push(token);
                     let slot = Slot {
                         stream,
@@ -271,13 +280,36 @@ impl MasterLoop {
                     };
                     self.slots.insert(token, slot);
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return accepted,
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     log_limit::limited!(warn!(error = %e, "accept failed; retrying shortly"));
                     self.accept_retry = Some(Instant::now() + ACCEPT_RETRY);
-                    return;
+                    return accepted;
                 }
+            }
+        }
+    }
+
+    /// Once a sweep: accepts and reads without waiting for epoll to say so. The loop
+    /// is edge-triggered, so a readiness notification that never arrives would leave
+    /// the HA port not accepting and a slave's reports unread until it is closed as
+    /// silent (a full test run once saw exactly that: a flood of connections never
+    /// accepted by a loop that still kept its timers; never reproduced since). One
+    /// accept and a read per silent slot per second bound such a loss to a second;
+    /// finding anything this way is logged, as it means a notification was lost.
+    fn probe(&mut self) {
+        let found = self.accept();
+        if found > 0 {
+            log_limit::limited!(warn!(
+                accepted = found,
+                "ha master accepted connections epoll had not announced"
+            ));
+        }
+        let now = Instant::now();
+        for slot in self.slots.values_mut() {
+            if !slot.read_more && slot.conn.silent_for(now) >= PROBE_SILENT {
+                slot.read_more = true;
             }
         }
     }
@@ -510,5 +542,40 @@ fn drain(stream: &mut TcpStream) {
             Ok(0) | Err(_) => return,
             Ok(n) => left = left.saturating_sub(n),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::test_util::MemLog;
+
+    /// A readiness notification that never comes (simulated by taking the listener out
+    /// of epoll) delays an accept by a sweep, not forever.
+    #[test]
+    fn a_lost_listener_notification_delays_accepting_by_a_sweep_only() {
+        let listener = crate::net::listen("127.0.0.1:0".parse().unwrap(), 16).unwrap();
+        let mut config = HaConfig::default();
+        config.sanitize().unwrap();
+        let group = Arc::new(
+            GroupTransfer::start(config.ha_max_gap_not_in_sync, Duration::from_secs(1)).unwrap(),
+        );
+        let log: Arc<dyn HaLog> = Arc::new(MemLog::new(64 * 1024));
+        let (mut lp, shared) = MasterLoop::new(listener, log, config, Arc::clone(&group)).unwrap();
+        let addr = lp.local_addr();
+        lp.poll.registry().deregister(&mut lp.listener).unwrap();
+        let thread = std::thread::spawn(move || lp.run());
+        let _client = std::net::TcpStream::connect(addr).unwrap();
+        let started = Instant::now();
+        while group.slaves().is_empty() && started.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let waited = started.elapsed();
+        shared.stop();
+        thread.join().unwrap();
+        assert!(
+            waited < Duration::from_secs(3),
+            "not accepted after {waited:?}"
+        );
     }
 }

@@ -333,9 +333,14 @@ impl Connection {
         self.starved_at
     }
 
+    /// How long since the slave last sent anything.
+    pub(crate) fn silent_for(&self, now: Instant) -> Duration {
+        now.saturating_duration_since(self.last_read)
+    }
+
     /// How long the slave has been silent, if that reaches `haHousekeepingInterval`.
     pub(crate) fn silent_too_long(&self, now: Instant) -> Option<Duration> {
-        let silent = now.saturating_duration_since(self.last_read);
+        let silent = self.silent_for(now);
         (silent >= self.housekeeping).then_some(silent)
     }
 
