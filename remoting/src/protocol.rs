@@ -10,6 +10,8 @@
 //! - [`heartbeat`]: `HeartbeatData`, subscriptions, `MessageQueue`, lock bodies.
 //! - [`admin`]: stats, connections and offsets bodies read by `mqadmin`.
 //! - [`auth`]: the AUTH_* admin requests of ACL 2.0 (users, ACLs).
+//! - [`pop`]: POP consumption: extraInfo, retry topics, pop/ack headers, batch ack,
+//!   broker-side rebalance bodies.
 //! - [`subscription`]: subscription groups, consumer and delay offset tables.
 //! - [`role`]: sluice's role switch and HA status (private codes).
 //! - [`timer`]: the timer engine's admin requests.
@@ -21,6 +23,7 @@ pub mod broker;
 pub mod constants;
 pub mod heartbeat;
 pub mod namesrv;
+pub mod pop;
 pub mod role;
 pub mod route;
 pub mod subscription;

@@ -68,3 +68,9 @@ pub const REPLY_TO_CLIENT: &str = "REPLY_TO_CLIENT";
 pub const CORRELATION_ID: &str = "CORRELATION_ID";
 /// `PUSH_REPLY_TIME`: when the broker pushed a reply to its requester.
 pub const PUSH_REPLY_TIME: &str = "PUSH_REPLY_TIME";
+/// `POP_CK`: a popped message's extraInfo (its receipt), set by the broker on messages
+/// of a pop retry topic and by the client on the others.
+pub const POP_CK: &str = "POP_CK";
+/// `1ST_POP_TIME`: when a message was popped the first time (epoch ms), set by the
+/// revive service on its retry copy, and by the client if absent.
+pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
