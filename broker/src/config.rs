@@ -109,6 +109,27 @@ pub struct BrokerConfig {
     pub cold_data_flow_control_enable: bool,
     /// Topics may take `+message.type=MIXED` (`enableMixedMessageType`, RocketMQ 5, false).
     pub enable_mixed_message_type: bool,
+    /// POP retries of new messages go to `%RETRY%<group>+<topic>` instead of
+    /// `%RETRY%<group>_<topic>` (false, as RocketMQ 5.3.3).
+    pub enable_retry_topic_v2: bool,
+    /// With v2 retry topics, pops still read the v1 one (true).
+    pub retrieve_message_from_pop_retry_topic_v1: bool,
+    /// Percent of pops that read the retry topic before the topic (20).
+    pub pop_from_retry_probability: i32,
+    /// Queues of `rmq_sys_REVIVE_LOG_<cluster>` (8).
+    pub revive_queue_num: i32,
+    /// How often each revive queue is scanned, ms (1000).
+    pub revive_interval: u64,
+    /// Retried messages keep their retry topic in pop responses (false: the topic
+    /// popped, with the retry topic in POP_CK).
+    pub pop_response_return_actual_retry_topic: bool,
+    /// A new POP group starting at MAX reads from 0 while the queue is still whole in
+    /// memory (true).
+    pub init_pop_offset_by_check_msg_in_mem: bool,
+    /// Most pops held for long polling (100000).
+    pub max_pop_polling_size: usize,
+    /// Most pops held per topic, group and queue (1024).
+    pub pop_polling_size: usize,
     /// A group's cold-read threshold, bytes, shown by GET_COLD_DATA_FLOW_CTR_INFO
     /// (`cgColdReadThreshold`, 3 MiB).
     pub cg_cold_read_threshold: i64,
@@ -215,6 +236,15 @@ impl Default for BrokerConfig {
             use_server_side_reset_offset: true,
             cold_data_flow_control_enable: false,
             enable_mixed_message_type: false,
+            enable_retry_topic_v2: false,
+            retrieve_message_from_pop_retry_topic_v1: true,
+            pop_from_retry_probability: 20,
+            revive_queue_num: 8,
+            revive_interval: 1000,
+            pop_response_return_actual_retry_topic: false,
+            init_pop_offset_by_check_msg_in_mem: true,
+            max_pop_polling_size: 100_000,
+            pop_polling_size: 1024,
             cg_cold_read_threshold: 3 * 1024 * 1024,
             global_cold_read_threshold: 100 * 1024 * 1024,
             transaction_time_out: 6_000,
@@ -367,6 +397,16 @@ impl BrokerConfig {
                 "coldDataFlowControlEnable = true: sluice has no cold-read flow control".into(),
             ));
         }
+        if self.revive_queue_num <= 0
+            || self.revive_queue_num >= remoting::protocol::pop::POP_ORDER_REVIVE_QUEUE
+        {
+            return Err(ConfigError::Invalid(format!(
+                "reviveQueueNum must be in 1..{}, not {}",
+                remoting::protocol::pop::POP_ORDER_REVIVE_QUEUE,
+                self.revive_queue_num
+            )));
+        }
+        self.revive_interval = self.revive_interval.max(100);
         self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);
         // A zero interval would make the check-back service spin.
         self.transaction_check_interval = self.transaction_check_interval.max(100);

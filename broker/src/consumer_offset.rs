@@ -65,6 +65,19 @@ impl ConsumerOffsetManager {
         }
     }
 
+    /// Moves the offset forward to `offset`, never back (a POP batch's end, committed
+    /// once its checkpoint is durable: batches finish in log order, but a late one must
+    /// not undo a later one).
+    pub fn advance(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut table = self.table.write();
+        let entry = table.entry(key(topic, group)).or_default();
+        let current = entry.entry(queue_id).or_insert(-1);
+        if offset > *current {
+            *current = offset;
+            self.dirty.store(true, Ordering::Release);
+        }
+    }
+
     /// A commit from the group itself: ignored (false) while a reset of the queue is
     /// pending.
     pub fn commit_unless_reset(

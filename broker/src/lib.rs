@@ -19,6 +19,8 @@
 //! - [`schedule`]: delay levels and the schedule (delay) service.
 //! - [`timer`]: 5.x timer messages: refused as RocketMQ with timerWheelEnable=false.
 //! - [`transaction`]: half messages, op records and the check-back service.
+//! - [`pop`]: POP consumption: checkpoints and acks in the revive log, queue locks,
+//!   the revive service.
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`properties`]: what the broker decides from message properties (send flags, the
 //!   real queue of a parked message).
@@ -41,6 +43,7 @@ pub mod delay_offset;
 pub mod durability;
 pub mod filter;
 pub mod persist;
+pub mod pop;
 pub mod processor;
 pub mod properties;
 pub mod pull_hold;

@@ -9,6 +9,8 @@
 //! - `end_transaction`: END_TRANSACTION (commit / rollback of half messages) and
 //!   RESUME_CHECK_HALF_MESSAGE.
 //! - `pull`: PULL_MESSAGE / LITE_PULL_MESSAGE with long polling.
+//! - `pop`: POP_MESSAGE; `ack`: ACK_MESSAGE, BATCH_ACK_MESSAGE,
+//!   CHANGE_MESSAGE_INVISIBLETIME (RocketMQ 5's POP consumption).
 //! - `offsets`: offsets, topic and consume stats, reset offset.
 //! - `query`: messages by key and by offset id.
 //! - `admin`: topics, groups, config, runtime info, connections.
@@ -25,11 +27,13 @@ use remoting::{BodyError, Channel, ExtFieldError, RemotingCommand, RequestCode, 
 use crate::broker::Broker;
 use crate::role::Role;
 
+pub mod ack;
 pub mod admin;
 pub mod client;
 pub mod end_transaction;
 pub mod ha_admin;
 pub mod offsets;
+pub mod pop;
 pub mod pull;
 pub mod query;
 pub mod recall;
@@ -93,6 +97,14 @@ impl Processor for BrokerProcessor {
             }
             RequestCode::PullMessage | RequestCode::LitePullMessage => {
                 return pull::process(&self.broker, channel, request);
+            }
+            RequestCode::PopMessage => {
+                return pop::process(self.role.pop(), channel, request);
+            }
+            RequestCode::AckMessage => return ack::ack(self.role.pop(), &request),
+            RequestCode::BatchAckMessage => return ack::batch_ack(self.role.pop(), &request),
+            RequestCode::ChangeMessageInvisibletime => {
+                return ack::change_invisible_time(self.role.pop(), &request);
             }
             RequestCode::ConsumerSendMsgBack => return send_back::process(b, &request),
             RequestCode::RecallMessage => {

@@ -1,6 +1,9 @@
-//! Long polling (RocketMQ's PullRequestHoldService): pulls that found nothing wait
-//! here, keyed by `topic@queueId`, and are answered the moment dispatch reports a
-//! matching message for their queue — or at their deadline.
+//! Long polling (RocketMQ's PullRequestHoldService and PopLongPollingService): pulls
+//! and pops that found nothing wait here, keyed by `topic@queueId`, and are answered
+//! the moment dispatch reports a matching message for their queue — or at their
+//! deadline. A pop of every queue of a topic waits under queue id −1 and wakes for any
+//! of them; an arrival wakes every matching pull but only one pop per group (the
+//! oldest), as one message serves one pop.
 //!
 //! Dispatch calls [`PullHold::notify`] on the store's reput thread for every record,
 //! so the common case (nobody waiting) is one atomic load. Woken pulls are re-run on
@@ -28,8 +31,9 @@ pub struct HeldPull {
     pub channel: Channel,
     /// The original request (answered with its opaque).
     pub request: RemotingCommand,
-    /// The queue offset the client asked for.
-    pub offset: u64,
+    /// The queue offset a pull asked for; `None` for a pop (the broker knows where it
+    /// reads, any arrival may serve it).
+    pub offset: Option<u64>,
     /// The filter, to wake only for matching messages.
     pub filter: SubscriptionFilter,
 }
@@ -117,14 +121,50 @@ impl PullHold {
         if self.held.load(Ordering::Acquire) == 0 {
             return;
         }
+        let mut woken_groups: Vec<String> = Vec::new();
+        let mut wake = |h: &Held| match h.pull.offset {
+            Some(offset) => {
+                offset <= queue_offset && h.pull.filter.matches_arrival(tags_code, properties)
+            }
+            None => {
+                let group = h.pull.request.ext("consumerGroup").unwrap_or_default();
+                if woken_groups.iter().any(|g| g == group)
+                    || !h.pull.filter.matches_arrival(tags_code, properties)
+                {
+                    return false;
+                }
+                woken_groups.push(group.to_owned());
+                true
+            }
+        };
+        self.wake_where(topic, queue_id, &mut wake);
+        if queue_id >= 0 {
+            self.wake_where(topic, -1, &mut wake);
+        }
+    }
+
+    /// The queue's max offset is `max_offset` (sweep): wakes every pull below it (pops
+    /// wait for an arrival or their deadline).
+    pub fn check_max_offset(&self, topic: &str, queue_id: i32, max_offset: u64) {
         self.wake_where(topic, queue_id, |h| {
-            h.pull.offset <= queue_offset && h.pull.filter.matches_arrival(tags_code, properties)
+            h.pull.offset.is_some_and(|o| o < max_offset)
         });
     }
 
-    /// The queue's max offset is `max_offset` (sweep): wakes every pull below it.
-    pub fn check_max_offset(&self, topic: &str, queue_id: i32, max_offset: u64) {
-        self.wake_where(topic, queue_id, |h| h.pull.offset < max_offset);
+    /// How many pops of `group` wait on the queue (−1: on every queue of the topic).
+    #[must_use]
+    pub fn pops_held(&self, topic: &str, queue_id: i32, group: &str) -> usize {
+        let t = self.table.lock();
+        t.by_queue
+            .get(&(topic.to_owned(), queue_id))
+            .map_or(0, |list| {
+                list.iter()
+                    .filter(|h| {
+                        h.pull.offset.is_none()
+                            && h.pull.request.ext("consumerGroup") == Some(group)
+                    })
+                    .count()
+            })
     }
 
     /// Wakes `group`'s pulls held on the queue (its offset was reset: they answer with
@@ -141,7 +181,7 @@ impl PullHold {
         self.table.lock().by_queue.keys().cloned().collect()
     }
 
-    fn wake_where(&self, topic: &str, queue_id: i32, wake: impl Fn(&Held) -> bool) {
+    fn wake_where(&self, topic: &str, queue_id: i32, mut wake: impl FnMut(&Held) -> bool) {
         let mut woken = Vec::new();
         {
             let mut t = self.table.lock();
@@ -149,14 +189,16 @@ impl PullHold {
             let Some(list) = t.by_queue.get_mut(&key) else {
                 return;
             };
-            let mut i = 0;
-            while i < list.len() {
-                if wake(&list[i]) {
-                    woken.push(list.swap_remove(i));
+            // In arrival order, so the oldest pop of a group is the one woken.
+            let mut kept = Vec::with_capacity(list.len());
+            for h in list.drain(..) {
+                if wake(&h) {
+                    woken.push(h);
                 } else {
-                    i += 1;
+                    kept.push(h);
                 }
             }
+            *list = kept;
             if list.is_empty() {
                 t.by_queue.remove(&key);
             }
@@ -193,7 +235,7 @@ impl PullHold {
                 };
                 if let Some(list) = t.by_queue.get_mut(&key) {
                     if let Some(pos) = list.iter().position(|h| h.id == id) {
-                        expired.push(list.swap_remove(pos));
+                        expired.push(list.remove(pos));
                     }
                     if list.is_empty() {
                         t.by_queue.remove(&key);
@@ -258,7 +300,7 @@ mod tests {
         HeldPull {
             channel,
             request: RemotingCommand::request(11),
-            offset,
+            offset: Some(offset),
             filter,
         }
     }
@@ -279,7 +321,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let _tasks = hold.start(
             move |p| {
-                let _ = tx.send(p.offset);
+                let _ = tx.send(p.offset.unwrap_or(u64::MAX));
             },
             |_, _| 0,
         );
@@ -311,7 +353,7 @@ mod tests {
         let (tx, mut rx) = mpsc::unbounded_channel();
         let _tasks = hold.start(
             move |p| {
-                let _ = tx.send(p.offset);
+                let _ = tx.send(p.offset.unwrap_or(u64::MAX));
             },
             |_, _| 0,
         );

@@ -1,6 +1,7 @@
 //! The broker's role and its state machine: master (brokerId 0) or slave, and the
 //! switches between them (sluice's SLUICE_SWITCH_ROLE, see `remoting::code`). The role
-//! owns what follows it: the master-only services (schedule, timer delivery, transaction check-back)
+//! owns what follows it: the master-only services (schedule, timer delivery, transaction check-back,
+//! POP revive)
 //! start and stop here and nowhere else, the HA service changes side here, and the
 //! name-server registration learns the broker's identity from here.
 //!
@@ -28,6 +29,7 @@ use remoting::protocol::role::{HaStatusBody, SwitchResult, SwitchRoleRequestHead
 use tracing::info;
 
 use crate::broker::Broker;
+use crate::pop::PopService;
 use crate::schedule::ScheduleService;
 use crate::timer::TimerService;
 use crate::transaction::check::TransactionCheckService;
@@ -96,6 +98,8 @@ pub struct Role {
     transactions: Arc<TransactionCheckService>,
     /// Timer messages: enqueue on every role, delivery on masters.
     timer: Arc<TimerService>,
+    /// POP: queue state on every role, revive on masters.
+    pop: Arc<PopService>,
     /// Serialises switches.
     switch_lock: tokio::sync::Mutex<()>,
     /// Fenced for a slave's promotion: takes no writes and is not registered with the
@@ -115,11 +119,13 @@ impl Role {
         broker.store.add_dispatch_listener(schedule.listener());
         let timer = TimerService::open(Arc::clone(&broker.store))?;
         broker.store.add_dispatch_listener(timer.listener());
+        let pop = PopService::new(Arc::clone(&broker), Arc::clone(&timer));
         Ok(Arc::new(Role {
             broker,
             schedule,
             transactions: TransactionCheckService::new(),
             timer,
+            pop,
             switch_lock: tokio::sync::Mutex::new(()),
             fenced: AtomicBool::new(false),
         }))
@@ -141,6 +147,12 @@ impl Role {
     #[must_use]
     pub fn timer(&self) -> &Arc<TimerService> {
         &self.timer
+    }
+
+    /// POP consumption's state and its revive service.
+    #[must_use]
+    pub fn pop(&self) -> &Arc<PopService> {
+        &self.pop
     }
 
     /// The transaction check-back service.
@@ -238,12 +250,14 @@ impl Role {
         self.schedule.start(&self.broker);
         self.timer.start_delivery(&self.broker);
         self.transactions.start(&self.broker);
+        self.pop.start_revive();
     }
 
     fn stop_master_services(&self) {
         self.schedule.stop();
         self.timer.stop_delivery();
         self.transactions.stop();
+        self.pop.stop_revive();
     }
 
     /// Registers the broker's current identity with every name server.

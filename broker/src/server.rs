@@ -17,7 +17,7 @@ use tracing::{error, info, warn};
 
 use crate::broker::{Broker, BrokerError};
 use crate::filter::ConsumerFilters;
-use crate::processor::{BrokerProcessor, pull};
+use crate::processor::{self, BrokerProcessor, pull};
 use crate::pull_hold::PullHold;
 use crate::role::Role;
 use store::{DispatchListener, DispatchRequest};
@@ -197,7 +197,7 @@ async fn serve(
     let as_listener: Arc<dyn ConnectionListener> = processor;
     dispatcher.add_listener(as_listener);
 
-    let pull_tasks = start_long_polling(&broker);
+    let pull_tasks = start_long_polling(&role);
     role.timer().start_enqueue();
     role.start();
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -262,8 +262,9 @@ async fn serve(
     info!("broker stopped");
 }
 
-/// Wires long polling: dispatch wakes held pulls, woken pulls run again.
-fn start_long_polling(broker: &Arc<Broker>) -> Vec<tokio::task::JoinHandle<()>> {
+/// Wires long polling: dispatch wakes held pulls and pops, woken ones run again.
+fn start_long_polling(role: &Arc<Role>) -> Vec<tokio::task::JoinHandle<()>> {
+    let broker = role.broker();
     let hold = Arc::clone(&broker.pull_hold);
     if broker.config().filter_match_index_enable {
         // Before the pulls it may wake, so they find the bits.
@@ -275,15 +276,37 @@ fn start_long_polling(broker: &Arc<Broker>) -> Vec<tokio::task::JoinHandle<()>> 
         .store
         .add_dispatch_listener(Arc::new(WakePulls(Arc::clone(&hold))));
     let for_rerun = Arc::clone(broker);
+    let pop = Arc::clone(role.pop());
     let for_offsets = Arc::clone(broker);
     hold.start(
         move |held| {
-            if let Some(response) = pull::execute(&for_rerun, &held.channel, &held.request, false) {
+            if held.offset.is_none() {
+                rerun_pop(&pop, held);
+            } else if let Some(response) =
+                pull::execute(&for_rerun, &held.channel, &held.request, false)
+            {
                 let _ = held.channel.send_late(response.answering(&held.request));
             }
         },
         move |topic, queue_id| for_offsets.store.max_offset_in_queue(topic, queue_id),
     )
+}
+
+/// Runs a woken pop again: answered now, once its checkpoints are durable, or held again
+/// (it found nothing before its deadline).
+fn rerun_pop(pop: &Arc<crate::pop::PopService>, held: crate::pull_hold::HeldPull) {
+    match processor::pop::execute(pop, &held.channel, &held.request) {
+        processor::pop::Popped::Now(response) => {
+            let _ = held.channel.send_late(response.answering(&held.request));
+        }
+        processor::pop::Popped::Later(response) => {
+            tokio::spawn(async move {
+                let response = response.await;
+                let _ = held.channel.send_late(response.answering(&held.request));
+            });
+        }
+        processor::pop::Popped::Held => {}
+    }
 }
 
 /// The dispatch listener that fills the match bits of registered SQL92 filters (it

@@ -481,6 +481,11 @@ fn system_topics(config: &BrokerConfig) -> Vec<TopicConfig> {
         ),
         1,
     ));
+    // POP's checkpoints and acks (RocketMQ 5 creates it at start the same way).
+    topics.push(TopicConfig::new(
+        remoting::protocol::pop::revive_topic(&config.broker_cluster_name),
+        config.revive_queue_num,
+    ));
     topics
 }
 

@@ -27,7 +27,7 @@ use crate::filter::{SqlFilter, SubscriptionFilter, TagFilter, is_tag_type};
 use crate::pull_hold::HeldPull;
 
 /// `FAQUrl.suggestTodo(SUBSCRIPTION_GROUP_NOT_EXIST)` etc. as 4.9.8 writes them.
-const FAQ_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
+pub(crate) const FAQ_TIP: &str = "\nSee http://rocketmq.apache.org/docs/faq/ for further details.";
 
 /// Handles a pull from the network (suspension allowed).
 pub fn process(broker: &Arc<Broker>, channel: &Channel, request: RemotingCommand) -> Reply {
@@ -259,7 +259,7 @@ fn pull(
             HeldPull {
                 channel: channel.clone(),
                 request: request.clone(),
-                offset,
+                offset: Some(offset),
                 filter,
             },
             timeout_ms,
@@ -310,7 +310,7 @@ fn offset_reset_response(
 }
 
 /// RocketMQ's refusal of a SQL92 pull on a broker without `enablePropertyFilter`.
-fn property_filter_off(expression_type: &str) -> Refusal {
+pub(crate) fn property_filter_off(expression_type: &str) -> Refusal {
     Refusal::system(format!(
         "The broker does not support consumer to filter message by {expression_type}"
     ))

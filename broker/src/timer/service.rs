@@ -317,6 +317,13 @@ impl TimerService {
         &self.settings
     }
 
+    /// Every timer due before this time (ms) has been delivered, durably (the start
+    /// of the slot being delivered).
+    #[must_use]
+    pub fn read_time(&self) -> i64 {
+        self.state.lock().read_time
+    }
+
     /// A dispatch listener that wakes the enqueue when a message is parked.
     #[must_use]
     pub fn listener(self: &Arc<Self>) -> Arc<dyn DispatchListener> {

@@ -1,0 +1,96 @@
+//! POP consumption (RocketMQ 5, RIP-19): the broker, not the client, owns the queue
+//! position. A pop reads from any queue of a topic, records a checkpoint of what it
+//! handed out in the revive log, and moves the group's offset past it at once; each
+//! message is invisible to other pops until acked or until its invisible time passes,
+//! when the revive service puts it into the group's retry topic for another pop.
+//!
+//! The records are RocketMQ's own, so a store moves between Apache RocketMQ and sluice
+//! with pops in flight: checkpoints (`ck`) and acks (`ack`, `bAck`) in
+//! `rmq_sys_REVIVE_LOG_<cluster>` ([`records`]), parked in the timer wheel until shortly
+//! before the batch's revive time ([`revive_log`]), so the revive log comes out in
+//! time order and a checkpoint's acks follow it within about a second.
+//!
+//! Where sluice differs (see also [`revive`]):
+//! - a pop's response leaves after its checkpoint, and an ack's after its record, is as
+//!   durable as the role requires (RocketMQ answers before either is stored);
+//! - the offset is committed only after the checkpoint is durable, in log order, so a
+//!   committed offset never covers messages whose checkpoint a crash could lose;
+//! - the revive service keeps the checkpoints it has read in memory until they are
+//!   acked or due, instead of re-reading windows of the log.
+//!
+//! Layout: [`queues`] the per-queue pop locks and in-flight ends, [`revive_log`] writes,
+//! [`revive`] the master-only revive service; the request handlers are
+//! `processor::pop` and `processor::ack`.
+
+pub mod queues;
+pub mod records;
+pub mod revive;
+pub mod revive_log;
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use crate::broker::Broker;
+use crate::timer::TimerService;
+
+pub use queues::PopQueues;
+
+/// The POP state of a broker: queue locks, in-flight offsets, the revive service.
+#[derive(Debug)]
+pub struct PopService {
+    broker: Arc<Broker>,
+    timer: Arc<TimerService>,
+    queues: PopQueues,
+    next_revive_queue: AtomicU32,
+    revive: revive::ReviveService,
+}
+
+impl PopService {
+    /// The service over `broker`, writing its records through `timer`.
+    #[must_use]
+    pub fn new(broker: Arc<Broker>, timer: Arc<TimerService>) -> Arc<Self> {
+        Arc::new(PopService {
+            revive: revive::ReviveService::default(),
+            broker,
+            timer,
+            queues: PopQueues::default(),
+            next_revive_queue: AtomicU32::new(0),
+        })
+    }
+
+    /// The broker.
+    #[must_use]
+    pub fn broker(&self) -> &Arc<Broker> {
+        &self.broker
+    }
+
+    /// The timer service the records are parked with.
+    #[must_use]
+    pub fn timer(&self) -> &Arc<TimerService> {
+        &self.timer
+    }
+
+    /// The per-queue pop state.
+    #[must_use]
+    pub fn queues(&self) -> &PopQueues {
+        &self.queues
+    }
+
+    /// The revive queue of the next pop (round robin, as RocketMQ).
+    #[must_use]
+    pub fn next_revive_queue(&self) -> i32 {
+        let n = u32::try_from(self.broker.config().revive_queue_num.max(1)).unwrap_or(1);
+        let i = self.next_revive_queue.fetch_add(1, Ordering::Relaxed) % n;
+        i32::try_from(i).unwrap_or(0)
+    }
+
+    /// Starts reviving (a master's job).
+    pub fn start_revive(self: &Arc<Self>) {
+        self.revive.start(self);
+    }
+
+    /// Stops reviving (demotion, shutdown).
+    pub fn stop_revive(&self) {
+        self.revive.stop();
+    }
+}

@@ -1,0 +1,268 @@
+//! ACK_MESSAGE (200051), BATCH_ACK_MESSAGE (200151) and CHANGE_MESSAGE_INVISIBLETIME
+//! (200053), RocketMQ 5's `AckMessageProcessor` and `ChangeInvisibleTimeProcessor`: an
+//! ack is a record in the revive log naming the checkpoint it acks (its start offset
+//! and pop time come from the receipt handle); a change of invisible time is a new
+//! one-message checkpoint followed by an ack of the old one.
+//!
+//! SUCCESS means the records are as durable as the role requires (RocketMQ answers as
+//! soon as the ack is handed to its writer, and logs a failure it never reports): an
+//! ack the client was told succeeded is never lost in a crash. Orderly receipts
+//! (revive queue 999) are refused as sluice does not pop orderly yet.
+
+use std::sync::Arc;
+
+use remoting::protocol::pop::{
+    AckMessageRequestHeader, BatchAckMessageRequestBody, ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader, ExtraInfo, RetryFlag,
+};
+use remoting::server::Reply;
+use remoting::{RemotingCommand, ResponseCode};
+use store::PutMessageStatus;
+
+use super::{Refusal, success};
+use crate::broker::Broker;
+use crate::durability::Durable;
+use crate::pop::PopService;
+use crate::pop::records::{AckRecord, CheckPoint};
+use crate::pop::revive_log::{self, ReviveLogError};
+
+const FAQ_TIP: &str =
+    "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+
+/// ACK_MESSAGE.
+pub fn ack(pop: &Arc<PopService>, request: &RemotingCommand) -> Reply {
+    match prepare_ack(pop, request) {
+        Ok(waits) => answer_when_durable(waits, success()),
+        Err(refusal) => Reply::Now(refusal.into_response()),
+    }
+}
+
+fn prepare_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durable>, Refusal> {
+    let broker = pop.broker();
+    let h: AckMessageRequestHeader = request.decode_header()?;
+    check_queue(broker, &h.topic, h.queue_id, &h.consumer_group)?;
+    let (min, max) = queue_range(broker, &h.topic, h.queue_id);
+    if h.offset < min || h.offset > max {
+        return Err(Refusal::new(
+            ResponseCode::NoMessage,
+            format!(
+                "offset is illegal, key:{}@{}, commit:{}, store:{}~{}",
+                h.topic, h.queue_id, h.offset, min, max
+            ),
+        ));
+    }
+    let extra = parse_extra(&h.extra_info)?;
+    refuse_orderly(&extra)?;
+    let ack = AckRecord {
+        ack_offset: h.offset,
+        ack_offset_list: None,
+        broker_name: Some(extra.broker_name.clone()),
+        group: h.consumer_group.clone(),
+        pop_time: extra.pop_time,
+        queue_id: h.queue_id,
+        start_offset: extra.ck_queue_offset,
+        topic: h.topic.clone(),
+    };
+    let deliver = extra.pop_time.saturating_add(extra.invisible_time);
+    let written = revive_log::put_ack(broker, pop.timer(), &ack, extra.revive_qid, deliver)
+        .map_err(put_refusal)?;
+    Ok(vec![written.durable])
+}
+
+/// BATCH_ACK_MESSAGE.
+pub fn batch_ack(pop: &Arc<PopService>, request: &RemotingCommand) -> Reply {
+    match prepare_batch_ack(pop, request) {
+        Ok(waits) => answer_when_durable(waits, success()),
+        Err(refusal) => Reply::Now(refusal.into_response()),
+    }
+}
+
+fn prepare_batch_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durable>, Refusal> {
+    let broker = pop.broker();
+    let bytes = request.body.to_bytes();
+    let body: Option<BatchAckMessageRequestBody> = if bytes.is_empty() {
+        None
+    } else {
+        Some(remoting::fastjson::from_slice(&bytes)?)
+    };
+    let Some(body) = body.filter(|b| !b.acks.is_empty()) else {
+        return Err(Refusal::new(ResponseCode::NoMessage, ""));
+    };
+    let this_broker = broker.config().broker_name.clone();
+    let mut waits = Vec::new();
+    for entry in &body.acks {
+        let Some(flag) = RetryFlag::parse(&entry.retry) else {
+            continue;
+        };
+        let topic = flag.real_topic(&entry.topic, &entry.consumer_group);
+        if !broker.topics.contains(&topic) {
+            continue;
+        }
+        let (min, max) = queue_range(broker, &topic, entry.queue_id);
+        let offsets: Vec<i64> = entry
+            .bit_set
+            .deltas()
+            .map(|d| entry.start_offset.saturating_add(i64::from(d)))
+            .filter(|o| *o >= min && *o <= max)
+            .collect();
+        if offsets.is_empty() {
+            continue;
+        }
+        if entry.revive_queue_id == remoting::protocol::pop::POP_ORDER_REVIVE_QUEUE {
+            return Err(orderly_refusal());
+        }
+        let ack = AckRecord {
+            ack_offset: -1,
+            ack_offset_list: Some(offsets),
+            broker_name: Some(
+                body.broker_name
+                    .clone()
+                    .unwrap_or_else(|| this_broker.clone()),
+            ),
+            group: entry.consumer_group.clone(),
+            pop_time: entry.pop_time,
+            queue_id: entry.queue_id,
+            start_offset: entry.start_offset,
+            topic,
+        };
+        let deliver = entry.pop_time.saturating_add(entry.invisible_time);
+        let written =
+            revive_log::put_ack(broker, pop.timer(), &ack, entry.revive_queue_id, deliver)
+                .map_err(put_refusal)?;
+        waits.push(written.durable);
+    }
+    Ok(waits)
+}
+
+/// CHANGE_MESSAGE_INVISIBLETIME.
+pub fn change_invisible_time(pop: &Arc<PopService>, request: &RemotingCommand) -> Reply {
+    match prepare_change(pop, request) {
+        Ok((waits, response)) => answer_when_durable(waits, response),
+        Err(refusal) => Reply::Now(refusal.into_response()),
+    }
+}
+
+fn prepare_change(
+    pop: &PopService,
+    request: &RemotingCommand,
+) -> Result<(Vec<Durable>, RemotingCommand), Refusal> {
+    let broker = pop.broker();
+    let h: ChangeInvisibleTimeRequestHeader = request.decode_header()?;
+    check_queue(broker, &h.topic, h.queue_id, &h.consumer_group)?;
+    let (min, max) = queue_range(broker, &h.topic, h.queue_id);
+    if h.offset < min || h.offset >= max {
+        return Err(Refusal::new(ResponseCode::NoMessage, ""));
+    }
+    let extra = parse_extra(&h.extra_info)?;
+    refuse_orderly(&extra)?;
+    let now = crate::clock::now_ms();
+    // The message alone, due again after the new invisible time...
+    let ck = CheckPoint {
+        broker_name: Some(extra.broker_name.clone()),
+        group: h.consumer_group.clone(),
+        queue_offset_diff: Some(vec![0]),
+        invisible_time: h.invisible_time,
+        num: 1,
+        pop_time: now,
+        queue_id: h.queue_id,
+        start_offset: h.offset,
+        topic: h.topic.clone(),
+        ..CheckPoint::default()
+    };
+    let ck_written = revive_log::put_checkpoint(broker, pop.timer(), &ck, extra.revive_qid)
+        .map_err(put_refusal)?;
+    // ...and no longer due with its old batch.
+    let ack = AckRecord {
+        ack_offset: h.offset,
+        ack_offset_list: None,
+        broker_name: Some(extra.broker_name.clone()),
+        group: h.consumer_group.clone(),
+        pop_time: extra.pop_time,
+        queue_id: h.queue_id,
+        start_offset: extra.ck_queue_offset,
+        topic: h.topic.clone(),
+    };
+    let deliver = extra.pop_time.saturating_add(extra.invisible_time);
+    let ack_written = revive_log::put_ack(broker, pop.timer(), &ack, extra.revive_qid, deliver)
+        .map_err(put_refusal)?;
+    let header = ChangeInvisibleTimeResponseHeader {
+        pop_time: now,
+        invisible_time: h.invisible_time,
+        revive_qid: extra.revive_qid,
+    };
+    Ok((
+        vec![ck_written.durable, ack_written.durable],
+        success().with_header(&header),
+    ))
+}
+
+/// `response` once every wait succeeded, else SYSTEM_ERROR naming the first failure.
+fn answer_when_durable(waits: Vec<Durable>, response: RemotingCommand) -> Reply {
+    let ready: Option<Vec<PutMessageStatus>> = waits.iter().map(Durable::ready).collect();
+    if let Some(statuses) = ready {
+        return Reply::Now(verdict(&statuses, response));
+    }
+    Reply::later(async move {
+        let mut statuses = Vec::with_capacity(waits.len());
+        for w in waits {
+            statuses.push(w.await);
+        }
+        Some(verdict(&statuses, response))
+    })
+}
+
+fn verdict(statuses: &[PutMessageStatus], response: RemotingCommand) -> RemotingCommand {
+    match statuses.iter().find(|s| !s.is_ok()) {
+        None => response,
+        Some(s) => Refusal::system(format!(
+            "ack record not stored as the broker's role requires: {}",
+            s.rocketmq().as_str()
+        ))
+        .into_response(),
+    }
+}
+
+fn put_refusal(e: ReviveLogError) -> Refusal {
+    Refusal::system(e.to_string())
+}
+
+fn check_queue(broker: &Broker, topic: &str, queue_id: i32, group: &str) -> Result<(), Refusal> {
+    let config = broker.topics.select(topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("topic[{topic}] not exist, apply first please! {FAQ_TIP}"),
+        )
+    })?;
+    if queue_id < 0 || queue_id >= config.read_queue_nums {
+        return Err(Refusal::new(
+            ResponseCode::MessageIllegal,
+            format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{group}]",
+                config.read_queue_nums
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn queue_range(broker: &Broker, topic: &str, queue_id: i32) -> (i64, i64) {
+    (
+        super::as_i64(broker.store.min_offset_in_queue(topic, queue_id)),
+        super::as_i64(broker.store.max_offset_in_queue(topic, queue_id)),
+    )
+}
+
+fn parse_extra(text: &str) -> Result<ExtraInfo, Refusal> {
+    ExtraInfo::parse(text).map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))
+}
+
+fn refuse_orderly(extra: &ExtraInfo) -> Result<(), Refusal> {
+    if extra.is_order() {
+        return Err(orderly_refusal());
+    }
+    Ok(())
+}
+
+fn orderly_refusal() -> Refusal {
+    Refusal::system("pop orderly (revive queue 999) is not supported by this broker yet")
+}

@@ -1,0 +1,622 @@
+//! POP_MESSAGE (200050), RocketMQ 5's `PopMessageProcessor`: the broker picks the
+//! queues (every read queue of the topic for queue id −1, starting at a random one),
+//! mixes in the group's retry topic (first for `popFromRetryProbability` percent of the
+//! pops, else when the topic did not fill the batch), records a checkpoint per queue
+//! read, and moves the group's offset past the batch.
+//!
+//! The response leaves once every checkpoint of it is as durable as the role requires;
+//! the offsets are committed then, so a committed offset never passes messages whose
+//! checkpoint could still be lost. A pop that finds nothing is held (long polling) until
+//! a matching message arrives or `pollTime` passes.
+//!
+//! Orderly pops (`order=true`) are refused until sluice keeps RocketMQ's
+//! consumer-order info: answering them as unordered pops would break their order.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use message::properties;
+use message::record::{self, Record};
+use remoting::protocol::constants::perm;
+use remoting::protocol::heartbeat::SubscriptionData;
+use remoting::protocol::pop::{
+    ExtraInfo, POP_CK, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsetInfo, RetryFlag,
+    pop_retry_topic,
+};
+use remoting::server::Reply;
+use remoting::{Body, Channel, RemotingCommand, ResponseCode};
+use store::GetMessageStatus;
+
+use super::pull::property_filter_off;
+use super::{Refusal, success};
+use crate::broker::Broker;
+use crate::durability::Durable;
+use crate::filter::{SqlFilter, SubscriptionFilter, TagFilter, is_tag_type};
+use crate::pop::PopService;
+use crate::pop::queues::QueueLock;
+use crate::pop::records::CheckPoint;
+use crate::pop::revive_log;
+use crate::pull_hold::HeldPull;
+
+/// RocketMQ 5's FAQ suffix of these remarks.
+const FAQ_TIP: &str =
+    "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
+/// Most messages one pop may ask for.
+const MAX_MSG_NUMS: i32 = 32;
+/// A held pop is answered this long before its deadline (RocketMQ's `PopRequest`).
+const DEADLINE_MARGIN_MS: i64 = 50;
+/// How late a pop may arrive past its poll time before it is refused outright.
+const TOO_LATE_MS: i64 = 500;
+
+/// What running a pop gives.
+pub enum Popped {
+    /// The response.
+    Now(RemotingCommand),
+    /// The response, once the checkpoints are durable.
+    Later(Pin<Box<dyn Future<Output = RemotingCommand> + Send>>),
+    /// Held for long polling; answered when woken.
+    Held,
+}
+
+impl std::fmt::Debug for Popped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Popped::Now(r) => f.debug_tuple("Popped::Now").field(&r.code()).finish(),
+            Popped::Later(_) => f.write_str("Popped::Later"),
+            Popped::Held => f.write_str("Popped::Held"),
+        }
+    }
+}
+
+/// Handles a pop from the network.
+pub fn process(pop: &Arc<PopService>, channel: &Channel, request: RemotingCommand) -> Reply {
+    match execute(pop, channel, &request) {
+        Popped::Now(r) => Reply::Now(r),
+        Popped::Later(f) => Reply::later(async move { Some(f.await) }),
+        Popped::Held => Reply::Nothing,
+    }
+}
+
+/// Runs a pop (again, when a held one is woken: it is held again if it still finds
+/// nothing before its deadline).
+pub fn execute(pop: &Arc<PopService>, channel: &Channel, request: &RemotingCommand) -> Popped {
+    match run(pop, channel, request) {
+        Ok(p) => p,
+        Err(refusal) => Popped::Now(refusal.into_response()),
+    }
+}
+
+/// One queue's share of a pop.
+struct Share {
+    queue_id: i32,
+    retry: RetryFlag,
+    start_offset: i64,
+    messages: Vec<Bytes>,
+    offsets: Vec<i64>,
+}
+
+/// What a pop collected.
+#[derive(Default)]
+struct Collected {
+    shares: Vec<Share>,
+    /// Offsets to commit once their durability wait ends: (topic, queue, offset).
+    commits: Vec<(String, i32, i64, Durable)>,
+    rest: i64,
+    found: usize,
+}
+
+struct Ctx<'a> {
+    broker: &'a Broker,
+    pop: &'a PopService,
+    h: &'a PopMessageRequestHeader,
+    filter: &'a SubscriptionFilter,
+    pop_time: i64,
+    revive_qid: i32,
+    broker_name: String,
+}
+
+fn run(
+    pop: &Arc<PopService>,
+    channel: &Channel,
+    request: &RemotingCommand,
+) -> Result<Popped, Refusal> {
+    let broker = pop.broker();
+    let h: PopMessageRequestHeader = request.decode_header()?;
+    let now = crate::clock::now_ms();
+    let born = h.born_time.filter(|b| *b != 0).unwrap_or(now);
+    let config = broker.config().clone();
+    let ip = config.broker_ip1();
+    if h.poll_time > 0 && now - born - h.poll_time > TOO_LATE_MS {
+        return Err(Refusal::new(
+            ResponseCode::PollingTimeout,
+            format!("the broker[{ip}] pop message is timeout too much"),
+        ));
+    }
+    if !perm::is_readable(config.broker_permission) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the broker[{ip}] pop message is forbidden"),
+        ));
+    }
+    if h.max_msg_nums > MAX_MSG_NUMS {
+        return Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            format!("the broker[{ip}] pop message's num is greater than 32"),
+        ));
+    }
+    if !pop.timer().settings().enabled {
+        return Err(Refusal::system(format!(
+            "the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
+        )));
+    }
+    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!(
+                "topic[{}] not exist, apply first please! {FAQ_TIP}",
+                h.topic
+            ),
+        )
+    })?;
+    if !perm::is_readable(topic.perm) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the topic[{}] peeking message is forbidden", h.topic),
+        ));
+    }
+    if h.queue_id >= topic.read_queue_nums {
+        return Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            format!(
+                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                h.queue_id,
+                h.topic,
+                topic.read_queue_nums,
+                channel.peer_addr()
+            ),
+        ));
+    }
+    let group = broker
+        .groups
+        .find_or_create(&h.consumer_group)
+        .ok_or_else(|| {
+            Refusal::new(
+                ResponseCode::SubscriptionGroupNotExist,
+                format!(
+                    "subscription group [{}] does not exist, {FAQ_TIP}",
+                    h.consumer_group
+                ),
+            )
+        })?;
+    if !group.consume_enable {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("subscription group no permission, {}", h.consumer_group),
+        ));
+    }
+    let filter = pop_filter(broker, &h)?;
+    if h.order == Some(true) {
+        return Err(Refusal::system(
+            "pop orderly (order=true) is not supported by this broker yet",
+        ));
+    }
+
+    let ctx = Ctx {
+        broker,
+        pop,
+        h: &h,
+        filter: &filter,
+        pop_time: now,
+        revive_qid: pop.next_revive_queue(),
+        broker_name: config.broker_name.clone(),
+    };
+    let random_q = random_below(100);
+    let retry_topic = {
+        let v1 = pop_retry_topic(&h.topic, &h.consumer_group, false);
+        if config.enable_retry_topic_v2 {
+            let v2 = pop_retry_topic(&h.topic, &h.consumer_group, true);
+            // One retry topic per pop: a response keys its offsets by retry flag and
+            // queue, so v1 and v2 (both queue 0) cannot share one.
+            if config.retrieve_message_from_pop_retry_topic_v1 && random_q % 2 == 0 {
+                v1
+            } else {
+                v2
+            }
+        } else {
+            v1
+        }
+    };
+    let retry_first = random_q < config.pop_from_retry_probability;
+    let mut got = Collected::default();
+    if retry_first {
+        pop_topic(&ctx, &retry_topic, None, random_q, &mut got);
+    }
+    if got.found < wanted(&h) {
+        pop_topic(
+            &ctx,
+            &h.topic,
+            (h.queue_id >= 0).then_some(h.queue_id),
+            random_q,
+            &mut got,
+        );
+    }
+    if !retry_first && got.found < wanted(&h) {
+        pop_topic(&ctx, &retry_topic, None, random_q, &mut got);
+    }
+
+    let mut header = PopMessageResponseHeader {
+        pop_time: ctx.pop_time,
+        invisible_time: h.invisible_time,
+        revive_qid: ctx.revive_qid,
+        rest_num: got.rest.max(0),
+        ..PopMessageResponseHeader::default()
+    };
+    if got.found == 0 {
+        // Positions moved past filtered messages still commit (nothing to wait for
+        // but the log's durability).
+        let commits = std::mem::take(&mut got.commits);
+        spawn_commits(broker, &h.consumer_group, commits);
+        let deadline = born + h.poll_time - DEADLINE_MARGIN_MS;
+        if h.poll_time > 0 && now < deadline {
+            return hold(
+                broker,
+                &config,
+                channel,
+                request,
+                &h,
+                filter,
+                deadline - now,
+            );
+        }
+        let mut response = success().with_header(&header);
+        response.header.code = ResponseCode::PollingTimeout.code();
+        response.header.remark = Some("NO_MESSAGE_IN_QUEUE".into());
+        return Ok(Popped::Now(response));
+    }
+
+    let mut info = PopOffsetInfo::default();
+    let mut body: Vec<Bytes> = Vec::with_capacity(got.found);
+    let actual_retry_topic = config.pop_response_return_actual_retry_topic;
+    for share in &got.shares {
+        info.add_start(share.retry, share.queue_id, share.start_offset);
+        info.add_msg(share.retry, share.queue_id, &share.offsets);
+        for (bytes, offset) in share.messages.iter().zip(&share.offsets) {
+            if share.retry != RetryFlag::Normal && !actual_retry_topic {
+                let extra = ExtraInfo {
+                    ck_queue_offset: share.start_offset,
+                    pop_time: ctx.pop_time,
+                    invisible_time: h.invisible_time,
+                    revive_qid: ctx.revive_qid,
+                    retry: share.retry,
+                    broker_name: ctx.broker_name.clone(),
+                    queue_id: share.queue_id,
+                    queue_offset: Some(*offset),
+                };
+                match as_popped_retry(bytes, &h.topic, &extra) {
+                    Some(rewritten) => body.push(rewritten),
+                    None => body.push(bytes.clone()),
+                }
+            } else {
+                body.push(bytes.clone());
+            }
+        }
+    }
+    header.start_offset_info = info.start_offset_info();
+    header.msg_offset_info = info.msg_offset_info();
+    broker.stats.record_get(got.found);
+    let mut response = success().with_header(&header);
+    response.header.remark = Some("FOUND".into());
+    response.body = Body::Parts(body);
+    let broker = Arc::clone(broker);
+    let group = h.consumer_group.clone();
+    let commits = got.commits;
+    if commits.iter().all(|(_, _, _, d)| d.ready().is_some()) {
+        commit_all(&broker, &group, commits);
+        return Ok(Popped::Now(response));
+    }
+    Ok(Popped::Later(Box::pin(async move {
+        commit_all_async(&broker, &group, commits).await;
+        response
+    })))
+}
+
+fn wanted(h: &PopMessageRequestHeader) -> usize {
+    usize::try_from(h.max_msg_nums).unwrap_or(0).max(1)
+}
+
+/// Pops from every read queue of `topic` (from the `random_q`-th on), or from `only`.
+fn pop_topic(ctx: &Ctx<'_>, topic: &str, only: Option<i32>, random_q: i32, got: &mut Collected) {
+    let Some(config) = ctx.broker.topics.select(topic) else {
+        return;
+    };
+    let n = config.read_queue_nums.max(0);
+    let queues: Vec<i32> = match only {
+        Some(q) => vec![q],
+        None => (0..n).map(|i| (random_q + i) % n.max(1)).collect(),
+    };
+    for queue_id in queues {
+        if got.found >= wanted(ctx.h) {
+            break;
+        }
+        pop_queue(ctx, topic, queue_id, got);
+    }
+}
+
+/// Pops what it can from one queue under its lock.
+fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
+    let broker = ctx.broker;
+    let group = &ctx.h.consumer_group;
+    let is_retry = topic != ctx.h.topic;
+    let Some(lock) = ctx.pop.queues().try_lock(topic, group, queue_id) else {
+        // Another pop reads it; count its backlog as RocketMQ does.
+        let max = processor_i64(broker.store.max_offset_in_queue(topic, queue_id));
+        let committed = broker.offsets.query(group, topic, queue_id).unwrap_or(0);
+        got.rest += (max - committed).max(0);
+        return;
+    };
+    let mut offset = pop_offset(ctx, &lock, topic, queue_id, is_retry);
+    let remaining = wanted(ctx.h).saturating_sub(got.found);
+    let mut result = read(broker, topic, queue_id, offset, remaining, ctx.filter);
+    if matches!(
+        result.status,
+        GetMessageStatus::OffsetTooSmall
+            | GetMessageStatus::OffsetOverflowBadly
+            | GetMessageStatus::OffsetFoundNull
+    ) {
+        // The position is gone (expired, or beyond the end): move it and read again.
+        let corrected = processor_i64(result.next_begin_offset);
+        broker.offsets.commit(group, topic, queue_id, corrected);
+        lock.clear_in_flight_end();
+        offset = corrected;
+        result = read(broker, topic, queue_id, offset, remaining, ctx.filter);
+    }
+    let next = processor_i64(result.next_begin_offset);
+    got.rest += (processor_i64(result.max_offset) - next).max(0);
+    if result.status == GetMessageStatus::Found && !result.messages.is_empty() {
+        let offsets: Vec<i64> = result
+            .queue_offsets
+            .iter()
+            .map(|o| processor_i64(*o))
+            .collect();
+        let ck = CheckPoint {
+            broker_name: Some(ctx.broker_name.clone()),
+            group: group.clone(),
+            queue_offset_diff: Some(
+                offsets
+                    .iter()
+                    .map(|o| i32::try_from(o - offset).unwrap_or(i32::MAX))
+                    .collect(),
+            ),
+            invisible_time: ctx.h.invisible_time,
+            num: u8::try_from(offsets.len()).unwrap_or(u8::MAX),
+            pop_time: ctx.pop_time,
+            queue_id,
+            start_offset: offset,
+            topic: topic.to_owned(),
+            ..CheckPoint::default()
+        };
+        match revive_log::put_checkpoint(broker, ctx.pop.timer(), &ck, ctx.revive_qid) {
+            Ok(written) => {
+                lock.set_in_flight_end(next);
+                got.found += offsets.len();
+                got.commits
+                    .push((topic.to_owned(), queue_id, next, written.durable));
+                got.shares.push(Share {
+                    queue_id,
+                    retry: RetryFlag::of_topic(topic),
+                    start_offset: offset,
+                    messages: result.messages,
+                    offsets,
+                });
+            }
+            Err(e) => {
+                // Not handed out: without a checkpoint nothing would bring them back.
+                log_limit::limited!(
+                    warn!(%topic, queue_id, error = %e, "pop checkpoint not written; messages kept for the next pop")
+                );
+            }
+        }
+    } else if next > offset {
+        // Only filtered or holey units: move past them.
+        lock.set_in_flight_end(next);
+        let end = broker.store.commit_log().max_offset();
+        got.commits
+            .push((topic.to_owned(), queue_id, next, broker.durable_to(end)));
+    }
+}
+
+fn read(
+    broker: &Broker,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    max: usize,
+    filter: &SubscriptionFilter,
+) -> store::GetMessageResult {
+    broker.store.get_message(
+        topic,
+        queue_id,
+        u64::try_from(offset).unwrap_or(0),
+        max,
+        None,
+        filter,
+    )
+}
+
+/// Where a pop of the queue starts (RocketMQ's `getPopOffset`): a pending reset, else
+/// the committed offset (or the init offset of a new group, committed at once), and
+/// never before the end of batches already popped.
+fn pop_offset(
+    ctx: &Ctx<'_>,
+    lock: &QueueLock<'_>,
+    topic: &str,
+    queue_id: i32,
+    is_retry: bool,
+) -> i64 {
+    let broker = ctx.broker;
+    let group = &ctx.h.consumer_group;
+    if broker.offsets.has_pending_reset(group, topic, queue_id) {
+        if let Some(reset) = broker.offsets.take_pending_reset(group, topic, queue_id) {
+            broker.offsets.commit(group, topic, queue_id, reset);
+            lock.clear_in_flight_end();
+            return reset;
+        }
+    }
+    let committed = match broker.offsets.query(group, topic, queue_id) {
+        Some(o) if o >= 0 => o,
+        _ => {
+            let init = init_offset(ctx, topic, queue_id, is_retry);
+            broker.offsets.commit(group, topic, queue_id, init);
+            init
+        }
+    };
+    lock.in_flight_end()
+        .map_or(committed, |end| end.max(committed))
+}
+
+/// RocketMQ's `getInitOffset`: MIN mode and retry topics from the first message; MAX
+/// from the last one, or from 0 while the whole queue is still in memory.
+fn init_offset(ctx: &Ctx<'_>, topic: &str, queue_id: i32, is_retry: bool) -> i64 {
+    let store = &ctx.broker.store;
+    let min = store.min_offset_in_queue(topic, queue_id);
+    if ctx.h.init_mode == 0 || is_retry {
+        return processor_i64(min);
+    }
+    let max = store.max_offset_in_queue(topic, queue_id);
+    let whole_in_memory = ctx.broker.config().init_pop_offset_by_check_msg_in_mem
+        && min == 0
+        && max > 0
+        && !store.check_in_disk_by_consume_offset(topic, queue_id, 0);
+    if whole_in_memory {
+        0
+    } else {
+        processor_i64(max.saturating_sub(1))
+    }
+}
+
+/// The filter of a pop's expression (TAG when none).
+fn pop_filter(broker: &Broker, h: &PopMessageRequestHeader) -> Result<SubscriptionFilter, Refusal> {
+    let expression = h.exp.as_deref().filter(|e| !e.is_empty()).unwrap_or("*");
+    let ty = h.exp_type.as_deref();
+    if is_tag_type(ty) {
+        let sub = SubscriptionData::build_tag(&h.topic, expression, 0);
+        return Ok(SubscriptionFilter::Tag(TagFilter::new(&sub)));
+    }
+    let ty = ty.unwrap_or_default();
+    if !broker.config().enable_property_filter {
+        return Err(property_filter_off(ty));
+    }
+    broker
+        .filters
+        .compile(ty, expression)
+        .map(|selector| SubscriptionFilter::Sql(SqlFilter::new(selector)))
+        .map_err(|_| {
+            Refusal::new(
+                ResponseCode::SubscriptionParseFailed,
+                "parse the consumer's subscription failed",
+            )
+        })
+}
+
+/// Holds a pop that found nothing (RocketMQ's `PopLongPollingService.polling`).
+fn hold(
+    broker: &Broker,
+    config: &crate::config::BrokerConfig,
+    channel: &Channel,
+    request: &RemotingCommand,
+    h: &PopMessageRequestHeader,
+    filter: SubscriptionFilter,
+    wait_ms: i64,
+) -> Result<Popped, Refusal> {
+    let hold = &broker.pull_hold;
+    if hold.held() >= config.max_pop_polling_size
+        || hold.pops_held(&h.topic, h.queue_id, &h.consumer_group) > config.pop_polling_size
+    {
+        let mut response = success();
+        response.header.code = ResponseCode::PollingFull.code();
+        response.header.remark = Some("POLLING_FULL".into());
+        return Ok(Popped::Now(response));
+    }
+    hold.suspend(
+        &h.topic,
+        h.queue_id,
+        HeldPull {
+            channel: channel.clone(),
+            request: request.clone(),
+            offset: None,
+            filter,
+        },
+        u64::try_from(wait_ms).unwrap_or(0),
+    );
+    Ok(Popped::Held)
+}
+
+/// A retried message as a pop answers it: under the topic popped, with its POP_CK (the
+/// client cannot build it: the offsets in the header are the retry topic's).
+fn as_popped_retry(bytes: &Bytes, topic: &str, extra: &ExtraInfo) -> Option<Bytes> {
+    let Ok(Some(Record::Message(m))) = record::decode(bytes) else {
+        return None;
+    };
+    let props = properties::set(&m.properties_str(), &[(POP_CK, &extra.encode())]);
+    let fields = record::RecordFields {
+        topic: topic.as_bytes(),
+        properties: [props.as_bytes(), &[], &[]],
+        ..m.fields()
+    };
+    let len = fields.encoded_len()?;
+    let mut buf = vec![0u8; len];
+    record::encode(&mut buf, &fields);
+    Some(Bytes::from(buf))
+}
+
+fn commit_all(broker: &Broker, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
+    for (topic, queue_id, offset, durable) in commits {
+        if durable.ready().is_some_and(|s| s.is_ok()) {
+            broker.offsets.advance(group, &topic, queue_id, offset);
+        }
+    }
+}
+
+async fn commit_all_async(broker: &Broker, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
+    for (topic, queue_id, offset, durable) in commits {
+        let status = durable.await;
+        if status.is_ok() {
+            broker.offsets.advance(group, &topic, queue_id, offset);
+        } else {
+            // The checkpoint is in the log (it revives the batch); the offset stays,
+            // and the next batch's commit, once durable, covers this one.
+            log_limit::limited!(
+                warn!(%topic, queue_id, status = status.rocketmq().as_str(), "pop checkpoint not durable; offset not committed")
+            );
+        }
+    }
+}
+
+fn spawn_commits(broker: &Arc<Broker>, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
+    if commits.is_empty() {
+        return;
+    }
+    if commits.iter().all(|(_, _, _, d)| d.ready().is_some()) {
+        commit_all(broker, group, commits);
+        return;
+    }
+    let broker = Arc::clone(broker);
+    let group = group.to_owned();
+    tokio::spawn(async move { commit_all_async(&broker, &group, commits).await });
+}
+
+/// A store offset as the wire's long.
+fn processor_i64(v: u64) -> i64 {
+    super::as_i64(v)
+}
+
+/// A pseudo-random number below `n` (queue choice; not for anything secret).
+fn random_below(n: i32) -> i32 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_i64(crate::clock::now_ms());
+    let n = u64::try_from(n.max(1)).unwrap_or(1);
+    i32::try_from(h.finish() % n).unwrap_or(0)
+}

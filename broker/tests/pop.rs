@@ -1,0 +1,316 @@
+//! POP consumption through a broker in process (RocketMQ 5's POP_MESSAGE, ACK_MESSAGE,
+//! CHANGE_MESSAGE_INVISIBLETIME): popped messages are invisible until acked; un-acked
+//! ones come back from the group's retry topic after their invisible time with their
+//! reconsume times one higher; acked ones never come back; a pop that finds nothing is
+//! held until a message arrives; refusals as RocketMQ 5.3.3 answers them.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::cast_possible_wrap,
+    reason = "test code: a failed step should fail the test"
+)]
+
+mod support;
+
+use std::time::{Duration, Instant};
+
+use message::properties;
+use message::record::{self, Record};
+use remoting::protocol::pop::{
+    AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ExtraInfo, POP_CK,
+    PopMessageRequestHeader, PopMessageResponseHeader, RetryFlag, parse_msg_offset_info,
+    parse_start_offset_info,
+};
+use remoting::{RemotingCommand, RequestCode, ResponseCode};
+use support::Running;
+
+const TOPIC: &str = "PopT";
+const GROUP: &str = "GID_pop";
+
+/// One popped message as a client sees it: its receipt (POP_CK), real topic, body.
+#[derive(Debug, Clone)]
+struct Popped {
+    extra: ExtraInfo,
+    topic: String,
+    queue_id: i32,
+    offset: i64,
+    body: Vec<u8>,
+    reconsume_times: i32,
+}
+
+fn pop_request(queue_id: i32, max: i32, invisible_ms: i64, poll_ms: i64) -> RemotingCommand {
+    let h = PopMessageRequestHeader {
+        consumer_group: GROUP.into(),
+        topic: TOPIC.into(),
+        queue_id,
+        max_msg_nums: max,
+        invisible_time: invisible_ms,
+        poll_time: poll_ms,
+        born_time: Some(broker::clock::now_ms()),
+        init_mode: 0,
+        exp_type: Some("TAG".into()),
+        exp: Some("*".into()),
+        order: Some(false),
+        attempt_id: None,
+    };
+    RemotingCommand::request_with(RequestCode::PopMessage, &h)
+}
+
+/// The messages of a pop response, with the receipts a client builds
+/// (`MQClientAPIImpl.processPopResponse`).
+fn popped(response: &RemotingCommand) -> Vec<Popped> {
+    if response.code() != ResponseCode::Success.code() {
+        return Vec::new();
+    }
+    let h: PopMessageResponseHeader = response.decode_header().unwrap();
+    let starts = parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or("")).unwrap();
+    let msgs = parse_msg_offset_info(h.msg_offset_info.as_deref().unwrap_or("")).unwrap();
+    let body = response.body.to_bytes();
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < body.len() {
+        let Ok(Some(Record::Message(m))) = record::decode(&body[at..]) else {
+            panic!("pop body does not decode at {at}");
+        };
+        at += m.total_size as usize;
+        let props = m.properties_str().into_owned();
+        let extra = match properties::get(&props, POP_CK) {
+            Some(ck) => ExtraInfo::parse(ck).unwrap(),
+            None => {
+                let key = format!("{}@{}", RetryFlag::of_topic(m.topic).as_str(), m.queue_id);
+                let offsets = &msgs[&key];
+                assert!(offsets.contains(&(m.queue_offset as i64)));
+                ExtraInfo {
+                    ck_queue_offset: starts[&key],
+                    pop_time: h.pop_time,
+                    invisible_time: h.invisible_time,
+                    revive_qid: h.revive_qid,
+                    retry: RetryFlag::of_topic(m.topic),
+                    broker_name: "broker-a".into(),
+                    queue_id: m.queue_id,
+                    queue_offset: Some(m.queue_offset as i64),
+                }
+            }
+        };
+        out.push(Popped {
+            topic: extra.real_topic(m.topic, GROUP),
+            queue_id: extra.queue_id,
+            offset: extra.queue_offset.unwrap(),
+            extra,
+            body: m.body.to_vec(),
+            reconsume_times: m.reconsume_times,
+        });
+        assert_eq!(m.topic, TOPIC, "a pop answers under the topic popped");
+    }
+    out
+}
+
+async fn ack(b: &Running, p: &Popped) -> RemotingCommand {
+    let h = AckMessageRequestHeader {
+        consumer_group: GROUP.into(),
+        topic: p.topic.clone(),
+        queue_id: p.queue_id,
+        extra_info: p.extra.encode(),
+        offset: p.offset,
+    };
+    b.call(RemotingCommand::request_with(RequestCode::AckMessage, &h))
+        .await
+}
+
+async fn send_n(b: &Running, n: usize) {
+    for i in 0..n {
+        let r = b
+            .send(TOPIC, (i % 4) as i32, format!("m{i}").as_bytes(), "")
+            .await;
+        assert_eq!(r.code(), 0, "{:?}", r.remark());
+    }
+}
+
+/// Pops until `want` messages came or `limit` passed.
+async fn pop_until(b: &Running, want: usize, invisible_ms: i64, limit: Duration) -> Vec<Popped> {
+    let deadline = Instant::now() + limit;
+    let mut got = Vec::new();
+    while got.len() < want && Instant::now() < deadline {
+        let r = b.call(pop_request(-1, 32, invisible_ms, 0)).await;
+        let batch = popped(&r);
+        if batch.is_empty() {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        got.extend(batch);
+    }
+    got
+}
+
+async fn started() -> Running {
+    let b = Running::start(|c, _| {
+        c.revive_interval = 200;
+        // Retries read first never, so a pop of the topic sees the topic first.
+        c.pop_from_retry_probability = 0;
+    })
+    .await;
+    // The topic, with 4 queues.
+    let r = b.send(TOPIC, 0, b"create", "").await;
+    assert_eq!(r.code(), 0);
+    b
+}
+
+#[tokio::test]
+async fn acked_messages_never_come_back() {
+    let b = started().await;
+    send_n(&b, 19).await;
+    let got = pop_until(&b, 20, 1500, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 20, "{got:?}");
+    for p in &got {
+        assert_eq!(p.reconsume_times, 0);
+        let r = ack(&b, p).await;
+        assert_eq!(r.code(), 0, "{:?}", r.remark());
+    }
+    // Well past the invisible time and the revive: nothing comes back.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let again = pop_until(&b, 1, 1500, Duration::from_millis(500)).await;
+    assert!(again.is_empty(), "acked messages came back: {again:?}");
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn un_acked_messages_come_back_from_the_retry_topic() {
+    let b = started().await;
+    send_n(&b, 9).await;
+    let got = pop_until(&b, 10, 1000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 10);
+    let (keep, drop_): (Vec<_>, Vec<_>) = got.iter().partition(|p| p.offset % 2 == 0);
+    for p in &keep {
+        assert_eq!(ack(&b, p).await.code(), 0);
+    }
+    let popped_at = Instant::now();
+    let back = pop_until(&b, drop_.len(), 60_000, Duration::from_secs(15)).await;
+    let waited = popped_at.elapsed();
+    println!("{} un-acked messages back after {waited:?}", back.len());
+    let mut want: Vec<Vec<u8>> = drop_.iter().map(|p| p.body.clone()).collect();
+    let mut came: Vec<Vec<u8>> = back.iter().map(|p| p.body.clone()).collect();
+    want.sort();
+    came.sort();
+    assert_eq!(came, want, "exactly the un-acked messages come back");
+    for p in &back {
+        assert_eq!(p.reconsume_times, 1);
+        assert_eq!(p.extra.retry, RetryFlag::V1);
+        assert_eq!(p.topic, format!("%RETRY%{GROUP}_{TOPIC}"));
+        // Acked now (from the retry topic), they stay acked.
+        assert_eq!(ack(&b, p).await.code(), 0);
+    }
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let none = pop_until(&b, 1, 60_000, Duration::from_millis(300)).await;
+    assert!(none.is_empty(), "{none:?}");
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_changed_invisible_time_brings_a_message_back_at_the_new_time() {
+    let b = started().await;
+    let got = pop_until(&b, 1, 120_000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 1);
+    let p = &got[0];
+    let h = ChangeInvisibleTimeRequestHeader {
+        consumer_group: GROUP.into(),
+        topic: p.topic.clone(),
+        queue_id: p.queue_id,
+        extra_info: p.extra.encode(),
+        offset: p.offset,
+        invisible_time: 1000,
+    };
+    let r = b
+        .call(RemotingCommand::request_with(
+            RequestCode::ChangeMessageInvisibletime,
+            &h,
+        ))
+        .await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    let back = pop_until(&b, 1, 120_000, Duration::from_secs(10)).await;
+    assert_eq!(
+        back.len(),
+        1,
+        "the message came back after its new invisible time"
+    );
+    assert_eq!(back[0].body, p.body);
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_held_pop_is_answered_when_a_message_arrives() {
+    let b = started().await;
+    // Drain what is there.
+    let _ = pop_until(&b, 1, 60_000, Duration::from_secs(3)).await;
+    let client = b.client.clone();
+    let addr = b.addr.clone();
+    let held = tokio::spawn(async move {
+        let started = Instant::now();
+        let r = client
+            .invoke(
+                &addr,
+                pop_request(-1, 32, 60_000, 10_000),
+                Duration::from_secs(15),
+            )
+            .await
+            .unwrap();
+        (started.elapsed(), r)
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let r = b.send(TOPIC, 2, b"late", "").await;
+    assert_eq!(r.code(), 0);
+    let (took, r) = held.await.unwrap();
+    let got = popped(&r);
+    assert_eq!(got.len(), 1, "{:?} {:?}", r.code(), r.remark());
+    assert_eq!(got[0].body, b"late");
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    // An empty topic with a poll time: POLLING_TIMEOUT at the poll time.
+    let started = Instant::now();
+    let r = b.call(pop_request(-1, 32, 60_000, 700)).await;
+    assert_eq!(r.code(), ResponseCode::PollingTimeout.code());
+    assert!(started.elapsed() >= Duration::from_millis(500));
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn pops_are_refused_as_rocketmq_refuses_them() {
+    let b = started().await;
+    let r = b.call(pop_request(-1, 33, 60_000, 0)).await;
+    assert_eq!(r.code(), ResponseCode::InvalidParameter.code());
+    assert_eq!(
+        r.remark(),
+        Some("the broker[127.0.0.1] pop message's num is greater than 32")
+    );
+    let mut missing = pop_request(-1, 1, 60_000, 0);
+    missing.header.ext_fields.insert("topic", "NoSuchTopic");
+    let r = b.call(missing).await;
+    assert_eq!(r.code(), ResponseCode::TopicNotExist.code());
+    let r = b.call(pop_request(9, 1, 60_000, 0)).await;
+    assert_eq!(r.code(), ResponseCode::InvalidParameter.code());
+    let mut orderly = pop_request(-1, 1, 60_000, 0);
+    orderly.header.ext_fields.insert("order", "true");
+    assert_eq!(
+        b.call(orderly).await.code(),
+        ResponseCode::SystemError.code()
+    );
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn un_acked_messages_come_back_after_a_restart() {
+    let b = started().await;
+    send_n(&b, 3).await;
+    let got = pop_until(&b, 4, 2000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 4);
+    let b = b
+        .restart(|c, _| {
+            c.revive_interval = 200;
+            c.pop_from_retry_probability = 0;
+        })
+        .await;
+    let back = pop_until(&b, 4, 60_000, Duration::from_secs(15)).await;
+    let mut want: Vec<Vec<u8>> = got.iter().map(|p| p.body.clone()).collect();
+    let mut came: Vec<Vec<u8>> = back.iter().map(|p| p.body.clone()).collect();
+    want.sort();
+    came.sort();
+    assert_eq!(came, want);
+    b.stop().await;
+}
