@@ -12,6 +12,7 @@ use remoting::client::ClientConfig;
 use remoting::{RemotingClient, RequestHook};
 use store::{MessageStore, StoreConfig};
 
+use crate::assignment::RequestModes;
 use crate::client_manager::{ConsumerManager, ProducerManager};
 use crate::cold_read::ColdReadThresholds;
 use crate::config::{BrokerConfig, BrokerRole};
@@ -70,6 +71,8 @@ pub struct Broker {
     pub groups: SubscriptionGroupManager,
     /// Consumer offsets.
     pub offsets: ConsumerOffsetManager,
+    /// PULL/POP modes of groups (broker-side rebalance).
+    pub request_modes: RequestModes,
     /// Delay offsets (the schedule service's progress).
     pub delay_offsets: Arc<DelayOffsets>,
     /// Connected consumers.
@@ -174,6 +177,10 @@ impl Broker {
             &root,
             persist::CONSUMER_OFFSET_JSON,
         ))?;
+        let request_modes = RequestModes::load(persist::config_path(
+            &root,
+            persist::MESSAGE_REQUEST_MODE_JSON,
+        ))?;
         let delay_offsets = Arc::new(DelayOffsets::load(persist::config_path(
             &root,
             persist::DELAY_OFFSET_JSON,
@@ -199,6 +206,7 @@ impl Broker {
             topics,
             groups,
             offsets,
+            request_modes,
             delay_offsets,
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),

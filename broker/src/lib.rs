@@ -2,6 +2,8 @@
 //! clients over the remoting protocol from a RocketMQ-compatible store.
 //!
 //! Layout:
+//! - [`assignment`]: broker-side rebalance (QUERY_ASSIGNMENT) and the PULL/POP request
+//!   modes, messageRequestMode.json.
 //! - [`broker`]: `Broker`, the node's shared state.
 //! - [`config`]: `BrokerConfig` with broker.conf key names, `BrokerRole`.
 //! - [`topic_config`]: topics, system topics, auto-creation, topics.json.
@@ -33,6 +35,7 @@
 //! - [`persist`]: the config/*.json files.
 //! - [`clock`]: wall-clock milliseconds.
 
+pub mod assignment;
 pub mod broker;
 pub mod client_manager;
 pub mod clock;

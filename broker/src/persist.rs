@@ -21,6 +21,8 @@ pub const SUBSCRIPTION_GROUP_JSON: &str = "subscriptionGroup.json";
 pub const CONSUMER_OFFSET_JSON: &str = "consumerOffset.json";
 /// `delayOffset.json`.
 pub const DELAY_OFFSET_JSON: &str = "delayOffset.json";
+/// POP/PULL modes of groups (RocketMQ 5).
+pub const MESSAGE_REQUEST_MODE_JSON: &str = "messageRequestMode.json";
 
 /// `<root>/config/<name>`.
 #[must_use]

@@ -29,6 +29,7 @@ use crate::role::Role;
 
 pub mod ack;
 pub mod admin;
+pub mod assignment;
 pub mod client;
 pub mod end_transaction;
 pub mod ha_admin;
@@ -184,7 +185,11 @@ impl Processor for BrokerProcessor {
             RequestCode::SwitchTimerEngine => {
                 admin::switch_timer_engine(self.role.timer(), &request)
             }
-            RequestCode::GetAllMessageRequestMode => admin::all_message_request_modes(),
+            RequestCode::GetAllMessageRequestMode => admin::all_message_request_modes(b),
+            RequestCode::QueryAssignment => {
+                return assignment::query_assignment(&self.broker, &request);
+            }
+            RequestCode::SetMessageRequestMode => assignment::set_message_request_mode(b, &request),
             RequestCode::GetBrokerConfig => admin::broker_config(b),
             RequestCode::UpdateBrokerConfig => admin::update_broker_config(b, &request),
             RequestCode::GetBrokerRuntimeInfo => admin::runtime_info(b, self.role.timer()),

@@ -164,6 +164,32 @@ impl NamesrvClient {
         first
     }
 
+    /// A topic's route from the first name server that has it (`None`: none has, or
+    /// none answered).
+    pub async fn topic_route(
+        &self,
+        topic: &str,
+    ) -> Option<remoting::protocol::route::TopicRouteData> {
+        let header = remoting::protocol::namesrv::GetRouteInfoRequestHeader {
+            topic: topic.to_owned(),
+            accept_standard_json_only: Some(true),
+        };
+        for addr in self.addrs() {
+            let request = RemotingCommand::request_with(RequestCode::GetRouteinfoByTopic, &header);
+            match self.client.invoke(&addr, request, self.timeout).await {
+                Ok(resp) if resp.code() == ResponseCode::Success.code() => {
+                    match remoting::fastjson::from_slice(&resp.body.to_bytes()) {
+                        Ok(route) => return Some(route),
+                        Err(e) => warn!(namesrv = %addr, %topic, error = %e, "unreadable route"),
+                    }
+                }
+                Ok(_) => {}
+                Err(e) => debug!(namesrv = %addr, %topic, error = %e, "route query failed"),
+            }
+        }
+        None
+    }
+
     /// Whether a name server refused or missed a registration since the last call
     /// (the topics it carried must go out again).
     pub fn take_missed(&self) -> bool {

@@ -124,6 +124,16 @@ pub async fn sync_all(
         broker.groups.replace_from_master(t);
         copied += 1;
     }
+    if let Some(t) = fetch::<remoting::protocol::pop::MessageRequestModeSerializeWrapper>(
+        client,
+        master,
+        RequestCode::GetAllMessageRequestMode,
+    )
+    .await
+    {
+        broker.request_modes.replace_from_master(t);
+        copied += 1;
+    }
     debug!(master, copied, "slave sync");
     copied
 }

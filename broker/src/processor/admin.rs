@@ -347,10 +347,8 @@ pub fn switch_timer_engine(timer: &TimerService, request: &RemotingCommand) -> H
 
 /// GET_ALL_MESSAGE_REQUEST_MODE (RocketMQ 5 slaves copy it): the pop-mode table, always
 /// empty here since SET_MESSAGE_REQUEST_MODE (pop consumption) is not supported.
-pub fn all_message_request_modes() -> Handled {
-    Ok(success().with_body(bytes::Bytes::from_static(
-        br#"{"messageRequestModeMap":{}}"#,
-    )))
+pub fn all_message_request_modes(broker: &Broker) -> Handled {
+    Ok(success().with_body(json(&broker.request_modes.all())?))
 }
 
 /// Every setting of the broker and its store as `key=value` properties text.
