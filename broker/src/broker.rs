@@ -71,6 +71,8 @@ pub struct Broker {
     pub groups: SubscriptionGroupManager,
     /// Consumer offsets.
     pub offsets: ConsumerOffsetManager,
+    /// Orderly POP batches.
+    pub order_info: crate::pop::order_info::ConsumerOrderInfo,
     /// PULL/POP modes of groups (broker-side rebalance).
     pub request_modes: RequestModes,
     /// Delay offsets (the schedule service's progress).
@@ -181,6 +183,10 @@ impl Broker {
             &root,
             persist::MESSAGE_REQUEST_MODE_JSON,
         ))?;
+        let order_info = crate::pop::order_info::ConsumerOrderInfo::load(persist::config_path(
+            &root,
+            persist::CONSUMER_ORDER_INFO_JSON,
+        ))?;
         let delay_offsets = Arc::new(DelayOffsets::load(persist::config_path(
             &root,
             persist::DELAY_OFFSET_JSON,
@@ -207,6 +213,7 @@ impl Broker {
             groups,
             offsets,
             request_modes,
+            order_info,
             delay_offsets,
             consumers: ConsumerManager::default(),
             producers: ProducerManager::default(),

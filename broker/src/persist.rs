@@ -23,6 +23,8 @@ pub const CONSUMER_OFFSET_JSON: &str = "consumerOffset.json";
 pub const DELAY_OFFSET_JSON: &str = "delayOffset.json";
 /// POP/PULL modes of groups (RocketMQ 5).
 pub const MESSAGE_REQUEST_MODE_JSON: &str = "messageRequestMode.json";
+/// Orderly POP batches (RocketMQ 5).
+pub const CONSUMER_ORDER_INFO_JSON: &str = "consumerOrderInfo.json";
 
 /// `<root>/config/<name>`.
 #[must_use]

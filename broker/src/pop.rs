@@ -18,10 +18,12 @@
 //! - the revive service keeps the checkpoints it has read in memory until they are
 //!   acked or due, instead of re-reading windows of the log.
 //!
-//! Layout: [`queues`] the per-queue pop locks and in-flight ends, [`revive_log`] writes,
+//! Layout: [`queues`] the per-queue pop locks and in-flight ends, [`order_info`] the
+//! batches of orderly pops, [`revive_log`] writes,
 //! [`revive`] the master-only revive service; the request handlers are
 //! `processor::pop` and `processor::ack`.
 
+pub mod order_info;
 pub mod queues;
 pub mod records;
 pub mod revive;

@@ -253,6 +253,9 @@ async fn serve(
     if let Err(e) = broker.offsets.flush() {
         error!(error = %e, "cannot persist consumer offsets");
     }
+    if let Err(e) = broker.order_info.flush() {
+        error!(error = %e, "cannot persist the orderly pop batches");
+    }
     if let Err(e) = broker.topics.persist() {
         error!(error = %e, "cannot persist topics");
     }
@@ -432,6 +435,9 @@ async fn housekeeping(broker: Arc<Broker>, mut stop: watch::Receiver<bool>) {
         if seconds % flush_every == 0 {
             if let Err(e) = broker.offsets.flush() {
                 error!(error = %e, "cannot persist consumer offsets");
+            }
+            if let Err(e) = broker.order_info.flush() {
+                error!(error = %e, "cannot persist the orderly pop batches");
             }
         }
     }

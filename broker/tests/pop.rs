@@ -19,7 +19,7 @@ use message::record::{self, Record};
 use remoting::protocol::pop::{
     AckMessageRequestHeader, ChangeInvisibleTimeRequestHeader, ExtraInfo, POP_CK,
     PopMessageRequestHeader, PopMessageResponseHeader, RetryFlag, parse_msg_offset_info,
-    parse_start_offset_info,
+    parse_order_count_info, parse_start_offset_info,
 };
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 use support::Running;
@@ -285,12 +285,6 @@ async fn pops_are_refused_as_rocketmq_refuses_them() {
     assert_eq!(r.code(), ResponseCode::TopicNotExist.code());
     let r = b.call(pop_request(9, 1, 60_000, 0)).await;
     assert_eq!(r.code(), ResponseCode::InvalidParameter.code());
-    let mut orderly = pop_request(-1, 1, 60_000, 0);
-    orderly.header.ext_fields.insert("order", "true");
-    assert_eq!(
-        b.call(orderly).await.code(),
-        ResponseCode::SystemError.code()
-    );
     b.stop().await;
 }
 
@@ -312,5 +306,97 @@ async fn un_acked_messages_come_back_after_a_restart() {
     want.sort();
     came.sort();
     assert_eq!(came, want);
+    b.stop().await;
+}
+
+fn orderly_pop(attempt: &str, max: i32, invisible_ms: i64, poll_ms: i64) -> RemotingCommand {
+    let mut r = pop_request(-1, max, invisible_ms, poll_ms);
+    r.header.ext_fields.insert("order", "true");
+    r.header.ext_fields.insert("attemptId", attempt);
+    r
+}
+
+fn offsets_of(got: &[Popped]) -> Vec<i64> {
+    got.iter().map(|p| p.offset).collect()
+}
+
+#[tokio::test]
+async fn an_orderly_pop_locks_its_queue_until_the_batch_is_acked_or_visible_again() {
+    let b = Running::start(|c, _| c.revive_interval = 200).await;
+    for i in 0..6 {
+        let r = b.send(TOPIC, 0, format!("o{i}").as_bytes(), "").await;
+        assert_eq!(r.code(), 0);
+    }
+    let r = b.call(orderly_pop("a1", 3, 1500, 0)).await;
+    let first = popped(&r);
+    assert_eq!(offsets_of(&first), vec![0, 1, 2]);
+    assert!(first.iter().all(|p| p.extra.is_order()));
+    let h: PopMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!(h.revive_qid, 999);
+    let counts = parse_order_count_info(h.order_count_info.as_deref().unwrap()).unwrap();
+    assert_eq!(counts.get("0@0"), Some(&0));
+    // Locked: another attempt gets nothing while the batch is out.
+    assert!(popped(&b.call(orderly_pop("a2", 3, 1500, 0)).await).is_empty());
+    for p in &first[..2] {
+        assert_eq!(ack(&b, p).await.code(), 0);
+    }
+    assert!(popped(&b.call(orderly_pop("a3", 3, 1500, 0)).await).is_empty());
+    // A held pop is answered when the last ack frees the queue.
+    let client = b.client.clone();
+    let addr = b.addr.clone();
+    let held = tokio::spawn(async move {
+        let started = Instant::now();
+        let r = client
+            .invoke(
+                &addr,
+                orderly_pop("a4", 3, 1500, 8000),
+                Duration::from_secs(15),
+            )
+            .await
+            .unwrap();
+        (started.elapsed(), r)
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(ack(&b, &first[2]).await.code(), 0);
+    let (took, r) = held.await.unwrap();
+    let second = popped(&r);
+    assert_eq!(offsets_of(&second), vec![3, 4, 5]);
+    assert!(took < Duration::from_secs(3), "answered after {took:?}");
+    assert_eq!(
+        b.broker.offsets.query(GROUP, TOPIC, 0),
+        Some(3),
+        "the offset is the batch's start until it is acked"
+    );
+    // Not acked: the same batch comes back once visible again, counted.
+    tokio::time::sleep(Duration::from_millis(1700)).await;
+    let r = b.call(orderly_pop("a5", 3, 60_000, 0)).await;
+    let third = popped(&r);
+    assert_eq!(offsets_of(&third), vec![3, 4, 5]);
+    let h: PopMessageResponseHeader = r.decode_header().unwrap();
+    let counts = parse_order_count_info(h.order_count_info.as_deref().unwrap()).unwrap();
+    assert_eq!(counts.get("0@qo0%3"), Some(&1), "{counts:?}");
+    // A change of invisible time on one of them frees the queue at the new time.
+    let p = &third[0];
+    let change = ChangeInvisibleTimeRequestHeader {
+        consumer_group: GROUP.into(),
+        topic: p.topic.clone(),
+        queue_id: p.queue_id,
+        extra_info: p.extra.encode(),
+        offset: p.offset,
+        invisible_time: 0,
+    };
+    for q in &third[1..] {
+        assert_eq!(ack(&b, q).await.code(), 0);
+    }
+    let r = b
+        .call(RemotingCommand::request_with(
+            RequestCode::ChangeMessageInvisibletime,
+            &change,
+        ))
+        .await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    // Read again from the first message not acked (RocketMQ re-reads the rest too).
+    let again = popped(&b.call(orderly_pop("a6", 3, 60_000, 0)).await);
+    assert_eq!(offsets_of(&again), vec![3, 4, 5]);
     b.stop().await;
 }

@@ -7,7 +7,8 @@
 //! SUCCESS means the records are as durable as the role requires (RocketMQ answers as
 //! soon as the ack is handed to its writer, and logs a failure it never reports): an
 //! ack the client was told succeeded is never lost in a crash. Orderly receipts
-//! (revive queue 999) are refused as sluice does not pop orderly yet.
+//! (revive queue 999) ack in the queue's batch (`pop::order_info`) and move the
+//! group's offset to its first message not acked, as RocketMQ's `ackOrderly`.
 
 use std::sync::Arc;
 
@@ -23,6 +24,7 @@ use super::{Refusal, success};
 use crate::broker::Broker;
 use crate::durability::Durable;
 use crate::pop::PopService;
+use crate::pop::order_info::OrderedAck;
 use crate::pop::records::{AckRecord, CheckPoint};
 use crate::pop::revive_log::{self, ReviveLogError};
 
@@ -52,7 +54,17 @@ fn prepare_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durabl
         ));
     }
     let extra = parse_extra(&h.extra_info)?;
-    refuse_orderly(&extra)?;
+    if extra.is_order() {
+        ack_orderly(
+            pop,
+            &h.topic,
+            &h.consumer_group,
+            h.queue_id,
+            h.offset,
+            extra.pop_time,
+        )?;
+        return Ok(Vec::new());
+    }
     let ack = AckRecord {
         ack_offset: h.offset,
         ack_offset_list: None,
@@ -109,7 +121,17 @@ fn prepare_batch_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<
             continue;
         }
         if entry.revive_queue_id == remoting::protocol::pop::POP_ORDER_REVIVE_QUEUE {
-            return Err(orderly_refusal());
+            for o in offsets {
+                ack_orderly(
+                    pop,
+                    &topic,
+                    &entry.consumer_group,
+                    entry.queue_id,
+                    o,
+                    entry.pop_time,
+                )?;
+            }
+            continue;
         }
         let ack = AckRecord {
             ack_offset: -1,
@@ -154,8 +176,10 @@ fn prepare_change(
         return Err(Refusal::new(ResponseCode::NoMessage, ""));
     }
     let extra = parse_extra(&h.extra_info)?;
-    refuse_orderly(&extra)?;
     let now = crate::clock::now_ms();
+    if extra.is_order() {
+        return Ok((Vec::new(), change_orderly(pop, &h, &extra, now)));
+    }
     // The message alone, due again after the new invisible time...
     let ck = CheckPoint {
         broker_name: Some(extra.broker_name.clone()),
@@ -256,13 +280,102 @@ fn parse_extra(text: &str) -> Result<ExtraInfo, Refusal> {
     ExtraInfo::parse(text).map_err(|e| Refusal::new(ResponseCode::MessageIllegal, e.to_string()))
 }
 
-fn refuse_orderly(extra: &ExtraInfo) -> Result<(), Refusal> {
-    if extra.is_order() {
-        return Err(orderly_refusal());
+/// Takes the queue's pop lock, waiting for a pop under way (it holds it for one read).
+fn lock_queue<'a>(
+    pop: &'a PopService,
+    topic: &str,
+    group: &str,
+    queue_id: i32,
+) -> crate::pop::queues::QueueLock<'a> {
+    loop {
+        if let Some(lock) = pop.queues().try_lock(topic, group, queue_id) {
+            return lock;
+        }
+        std::thread::yield_now();
     }
-    Ok(())
 }
 
-fn orderly_refusal() -> Refusal {
-    Refusal::system("pop orderly (revive queue 999) is not supported by this broker yet")
+/// RocketMQ's `ackOrderly`: marks the offset acked in the queue's batch and commits the
+/// first offset not acked; an ack below the committed offset is done already.
+fn ack_orderly(
+    pop: &PopService,
+    topic: &str,
+    group: &str,
+    queue_id: i32,
+    offset: i64,
+    pop_time: i64,
+) -> Result<(), Refusal> {
+    let broker = pop.broker();
+    let committed = || broker.offsets.query(group, topic, queue_id).unwrap_or(-1);
+    if offset < committed() {
+        return Ok(());
+    }
+    let _lock = lock_queue(pop, topic, group, queue_id);
+    let old = committed();
+    if offset < old {
+        return Ok(());
+    }
+    match broker
+        .order_info
+        .ack(topic, group, queue_id, offset, pop_time)
+    {
+        OrderedAck::Commit(next) => {
+            broker
+                .offsets
+                .commit_unless_reset(group, topic, queue_id, next);
+            if !broker.order_info.blocked(None, topic, group, queue_id) {
+                // The queue is free: a pop waiting for it goes now.
+                broker.pull_hold.wake_group(topic, queue_id, group);
+                broker.pull_hold.wake_group(topic, -1, group);
+            }
+            Ok(())
+        }
+        OrderedAck::StaleBatch => Ok(()),
+        OrderedAck::NotInBatch => Err(Refusal::new(
+            ResponseCode::MessageIllegal,
+            format!(
+                "offset is illegal, key:{topic}@{group}@{queue_id}, old:{old}, commit:{offset}, next:-1, {}",
+                broker.store_host()
+            ),
+        )),
+    }
+}
+
+/// RocketMQ's `processChangeInvisibleTimeForOrder`: the message's own visible-again
+/// time in its batch.
+fn change_orderly(
+    pop: &PopService,
+    h: &ChangeInvisibleTimeRequestHeader,
+    extra: &ExtraInfo,
+    now: i64,
+) -> RemotingCommand {
+    let broker = pop.broker();
+    let (topic, group) = (&h.topic, &h.consumer_group);
+    let behind = || {
+        broker
+            .offsets
+            .query(group, topic, h.queue_id)
+            .is_some_and(|o| o > h.offset)
+    };
+    if behind() {
+        return success();
+    }
+    let _lock = lock_queue(pop, topic, group, h.queue_id);
+    if behind() {
+        return success();
+    }
+    let next_visible = now.saturating_add(h.invisible_time);
+    broker.order_info.set_next_visible(
+        topic,
+        group,
+        h.queue_id,
+        h.offset,
+        extra.pop_time,
+        next_visible,
+    );
+    success().with_header(&ChangeInvisibleTimeResponseHeader {
+        pop_time: extra.pop_time,
+        invisible_time: next_visible - extra.pop_time,
+        revive_qid: extra.revive_qid,
+    })
 }

@@ -9,8 +9,10 @@
 //! checkpoint could still be lost. A pop that finds nothing is held (long polling) until
 //! a matching message arrives or `pollTime` passes.
 //!
-//! Orderly pops (`order=true`) are refused until sluice keeps RocketMQ's
-//! consumer-order info: answering them as unordered pops would break their order.
+//! Orderly pops (`order=true`) write no checkpoint and read no retry topic: a queue
+//! is locked to its last batch (`pop::order_info`) until that is acked or visible
+//! again, the offset committed is the batch's start, and the response carries each
+//! message's delivery count (`orderCountInfo`).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,8 +24,8 @@ use message::record::{self, Record};
 use remoting::protocol::constants::perm;
 use remoting::protocol::heartbeat::SubscriptionData;
 use remoting::protocol::pop::{
-    ExtraInfo, POP_CK, PopMessageRequestHeader, PopMessageResponseHeader, PopOffsetInfo, RetryFlag,
-    pop_retry_topic,
+    ExtraInfo, POP_CK, POP_ORDER_REVIVE_QUEUE, PopMessageRequestHeader, PopMessageResponseHeader,
+    PopOffsetInfo, RetryFlag, pop_retry_topic,
 };
 use remoting::server::Reply;
 use remoting::{Body, Channel, RemotingCommand, ResponseCode};
@@ -105,6 +107,10 @@ struct Collected {
     commits: Vec<(String, i32, i64, Durable)>,
     rest: i64,
     found: usize,
+    /// Orderly pops: the delivery counts of the messages popped.
+    order_counts: PopOffsetInfo,
+    /// Orderly pops: the earliest time a queue skipped as locked frees.
+    unblocks_at: Option<i64>,
 }
 
 struct Ctx<'a> {
@@ -115,6 +121,7 @@ struct Ctx<'a> {
     pop_time: i64,
     revive_qid: i32,
     broker_name: String,
+    order: bool,
 }
 
 fn run(
@@ -197,11 +204,7 @@ fn run(
         ));
     }
     let filter = pop_filter(broker, &h)?;
-    if h.order == Some(true) {
-        return Err(Refusal::system(
-            "pop orderly (order=true) is not supported by this broker yet",
-        ));
-    }
+    let order = h.order == Some(true);
 
     let ctx = Ctx {
         broker,
@@ -209,8 +212,13 @@ fn run(
         h: &h,
         filter: &filter,
         pop_time: now,
-        revive_qid: pop.next_revive_queue(),
+        revive_qid: if order {
+            POP_ORDER_REVIVE_QUEUE
+        } else {
+            pop.next_revive_queue()
+        },
         broker_name: config.broker_name.clone(),
+        order,
     };
     let random_q = random_below(100);
     let retry_topic = {
@@ -228,7 +236,8 @@ fn run(
             v1
         }
     };
-    let retry_first = random_q < config.pop_from_retry_probability;
+    // Orderly pops never read the retry topic: their messages come back in place.
+    let retry_first = !order && random_q < config.pop_from_retry_probability;
     let mut got = Collected::default();
     if retry_first {
         pop_topic(&ctx, &retry_topic, None, random_q, &mut got);
@@ -242,7 +251,7 @@ fn run(
             &mut got,
         );
     }
-    if !retry_first && got.found < wanted(&h) {
+    if !order && !retry_first && got.found < wanted(&h) {
         pop_topic(&ctx, &retry_topic, None, random_q, &mut got);
     }
 
@@ -305,6 +314,9 @@ fn run(
     }
     header.start_offset_info = info.start_offset_info();
     header.msg_offset_info = info.msg_offset_info();
+    if order {
+        header.order_count_info = got.order_counts.order_count_info();
+    }
     broker.stats.record_get(got.found);
     let mut response = success().with_header(&header);
     response.header.remark = Some("FOUND".into());
@@ -356,6 +368,15 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
         got.rest += (max - committed).max(0);
         return;
     };
+    if ctx.order {
+        let attempt = ctx.h.attempt_id.as_deref();
+        if broker.order_info.blocked(attempt, topic, group, queue_id) {
+            if let Some(t) = broker.order_info.unblocks_at(topic, group, queue_id) {
+                got.unblocks_at = Some(got.unblocks_at.map_or(t, |u| u.min(t)));
+            }
+            return;
+        }
+    }
     let mut offset = pop_offset(ctx, &lock, topic, queue_id, is_retry);
     let remaining = wanted(ctx.h).saturating_sub(got.found);
     let mut result = read(broker, topic, queue_id, offset, remaining, ctx.filter);
@@ -374,6 +395,10 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
     }
     let next = processor_i64(result.next_begin_offset);
     got.rest += (processor_i64(result.max_offset) - next).max(0);
+    if ctx.order {
+        pop_queue_orderly(ctx, topic, queue_id, offset, next, result, got);
+        return;
+    }
     if result.status == GetMessageStatus::Found && !result.messages.is_empty() {
         let offsets: Vec<i64> = result
             .queue_offsets
@@ -461,6 +486,7 @@ fn pop_offset(
         if let Some(reset) = broker.offsets.take_pending_reset(group, topic, queue_id) {
             broker.offsets.commit(group, topic, queue_id, reset);
             lock.clear_in_flight_end();
+            broker.order_info.clear(topic, group, queue_id);
             return reset;
         }
     }
@@ -472,8 +498,59 @@ fn pop_offset(
             init
         }
     };
+    if ctx.order {
+        // Orderly batches are not in flight past the offset: their start is committed.
+        return committed;
+    }
     lock.in_flight_end()
         .map_or(committed, |end| end.max(committed))
+}
+
+/// An orderly pop's read of one queue: the batch recorded in the order info, the
+/// offset committed at its start (acks move it on; an expiry reads it again).
+fn pop_queue_orderly(
+    ctx: &Ctx<'_>,
+    topic: &str,
+    queue_id: i32,
+    offset: i64,
+    next: i64,
+    result: store::GetMessageResult,
+    got: &mut Collected,
+) {
+    let broker = ctx.broker;
+    let group = &ctx.h.consumer_group;
+    if result.status != GetMessageStatus::Found || result.messages.is_empty() {
+        if next > offset {
+            broker.offsets.commit(group, topic, queue_id, next);
+        }
+        return;
+    }
+    let offsets: Vec<i64> = result
+        .queue_offsets
+        .iter()
+        .map(|o| processor_i64(*o))
+        .collect();
+    let retry = RetryFlag::of_topic(topic);
+    broker.order_info.update(
+        ctx.h.attempt_id.as_deref(),
+        retry,
+        topic,
+        group,
+        queue_id,
+        ctx.pop_time,
+        ctx.h.invisible_time,
+        &offsets,
+        &mut got.order_counts,
+    );
+    broker.offsets.commit(group, topic, queue_id, offset);
+    got.found += offsets.len();
+    got.shares.push(Share {
+        queue_id,
+        retry,
+        start_offset: offset,
+        messages: result.messages,
+        offsets,
+    });
 }
 
 /// RocketMQ's `getInitOffset`: MIN mode and retry topics from the first message; MAX
