@@ -36,6 +36,15 @@ pub struct TagFilter {
 }
 
 impl TagFilter {
+    /// Every message (`*`).
+    #[must_use]
+    pub fn all() -> Self {
+        TagFilter {
+            sub_all: true,
+            codes: Vec::new(),
+        }
+    }
+
     /// The filter of a subscription.
     #[must_use]
     pub fn new(sub: &SubscriptionData) -> Self {

@@ -10,7 +10,8 @@
 //!   RESUME_CHECK_HALF_MESSAGE.
 //! - `pull`: PULL_MESSAGE / LITE_PULL_MESSAGE with long polling.
 //! - `pop`: POP_MESSAGE; `ack`: ACK_MESSAGE, BATCH_ACK_MESSAGE,
-//!   CHANGE_MESSAGE_INVISIBLETIME (RocketMQ 5's POP consumption).
+//!   CHANGE_MESSAGE_INVISIBLETIME; `pop_info`: PEEK_MESSAGE, NOTIFICATION, POLLING_INFO
+//!   (RocketMQ 5's POP consumption).
 //! - `offsets`: offsets, topic and consume stats, reset offset.
 //! - `query`: messages by key and by offset id.
 //! - `admin`: topics, groups, config, runtime info, connections.
@@ -35,6 +36,7 @@ pub mod end_transaction;
 pub mod ha_admin;
 pub mod offsets;
 pub mod pop;
+pub mod pop_info;
 pub mod pull;
 pub mod query;
 pub mod recall;
@@ -101,6 +103,13 @@ impl Processor for BrokerProcessor {
             }
             RequestCode::PopMessage => {
                 return pop::process(self.role.pop(), channel, request);
+            }
+            RequestCode::PeekMessage => return pop_info::peek(self.role.pop(), channel, &request),
+            RequestCode::Notification => {
+                return pop_info::notification(self.role.pop(), channel, &request);
+            }
+            RequestCode::PollingInfo => {
+                return pop_info::polling_info(self.role.pop(), channel, &request);
             }
             RequestCode::AckMessage => return ack::ack(self.role.pop(), &request),
             RequestCode::BatchAckMessage => return ack::batch_ack(self.role.pop(), &request),

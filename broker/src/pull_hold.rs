@@ -38,6 +38,8 @@ pub struct HeldPull {
     pub filter: SubscriptionFilter,
 }
 
+const POP_MESSAGE: i32 = remoting::RequestCode::PopMessage.code();
+
 /// How often held pulls are compared with their queue's max offset.
 const SWEEP_INTERVAL: Duration = Duration::from_secs(5);
 
@@ -126,6 +128,10 @@ impl PullHold {
             Some(offset) => {
                 offset <= queue_offset && h.pull.filter.matches_arrival(tags_code, properties)
             }
+            None if h.pull.request.code() != POP_MESSAGE => {
+                // A notification: every one watching learns of the arrival.
+                h.pull.filter.matches_arrival(tags_code, properties)
+            }
             None => {
                 let group = h.pull.request.ext("consumerGroup").unwrap_or_default();
                 if woken_groups.iter().any(|g| g == group)
@@ -160,7 +166,7 @@ impl PullHold {
             .map_or(0, |list| {
                 list.iter()
                     .filter(|h| {
-                        h.pull.offset.is_none()
+                        h.pull.request.code() == POP_MESSAGE
                             && h.pull.request.ext("consumerGroup") == Some(group)
                     })
                     .count()

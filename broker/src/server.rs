@@ -283,7 +283,10 @@ fn start_long_polling(role: &Arc<Role>) -> Vec<tokio::task::JoinHandle<()>> {
     let for_offsets = Arc::clone(broker);
     hold.start(
         move |held| {
-            if held.offset.is_none() {
+            if held.request.code() == remoting::RequestCode::Notification.code() {
+                let response = processor::pop_info::rerun_notification(&pop, &held);
+                let _ = held.channel.send_late(response.answering(&held.request));
+            } else if held.offset.is_none() {
                 rerun_pop(&pop, held);
             } else if let Some(response) =
                 pull::execute(&for_rerun, &held.channel, &held.request, false)

@@ -400,3 +400,91 @@ async fn an_orderly_pop_locks_its_queue_until_the_batch_is_acked_or_visible_agai
     assert_eq!(offsets_of(&again), vec![3, 4, 5]);
     b.stop().await;
 }
+
+#[tokio::test]
+async fn peek_notification_and_polling_info() {
+    use remoting::protocol::pop::{
+        NotificationRequestHeader, NotificationResponseHeader, PeekMessageRequestHeader,
+        PollingInfoRequestHeader, PollingInfoResponseHeader,
+    };
+    let b = started().await;
+    let _ = pop_until(&b, 1, 60_000, Duration::from_secs(3)).await;
+    // Nothing to pop: a notification waits, and the arrival answers it.
+    let notification = |poll: i64| {
+        RemotingCommand::request_with(
+            RequestCode::Notification,
+            &NotificationRequestHeader {
+                consumer_group: GROUP.into(),
+                topic: TOPIC.into(),
+                queue_id: -1,
+                poll_time: poll,
+                born_time: Some(broker::clock::now_ms()),
+                order: Some(false),
+                attempt_id: None,
+            },
+        )
+    };
+    let r = b.call(notification(0)).await;
+    let h: NotificationResponseHeader = r.decode_header().unwrap();
+    assert!(!h.has_msg);
+    let (client, addr) = (b.client.clone(), b.addr.clone());
+    let waiting = tokio::spawn(async move {
+        client
+            .invoke(&addr, notification(8000), Duration::from_secs(12))
+            .await
+            .unwrap()
+    });
+    // And a held pop, counted by POLLING_INFO.
+    let (client, addr) = (b.client.clone(), b.addr.clone());
+    let held_pop = tokio::spawn(async move {
+        client
+            .invoke(
+                &addr,
+                pop_request(-1, 32, 60_000, 8000),
+                Duration::from_secs(12),
+            )
+            .await
+            .unwrap()
+    });
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let info = b
+        .call(RemotingCommand::request_with(
+            RequestCode::PollingInfo,
+            &PollingInfoRequestHeader {
+                consumer_group: GROUP.into(),
+                topic: TOPIC.into(),
+                queue_id: -1,
+            },
+        ))
+        .await;
+    let info: PollingInfoResponseHeader = info.decode_header().unwrap();
+    assert_eq!(info.polling_num, 1);
+    assert_eq!(b.send(TOPIC, 1, b"peeked", "").await.code(), 0);
+    let r = waiting.await.unwrap();
+    let h: NotificationResponseHeader = r.decode_header().unwrap();
+    assert!(h.has_msg);
+    assert_eq!(popped(&held_pop.await.unwrap()).len(), 1);
+    // Peek shows what a pop would get and takes nothing.
+    assert_eq!(b.send(TOPIC, 1, b"twice", "").await.code(), 0);
+    b.dispatched(TOPIC, 1, 2).await;
+    let peek = RemotingCommand::request_with(
+        RequestCode::PeekMessage,
+        &PeekMessageRequestHeader {
+            topic: TOPIC.into(),
+            queue_id: -1,
+            max_msg_nums: 32,
+            consumer_group: GROUP.into(),
+        },
+    );
+    for _ in 0..2 {
+        let r = b.call(peek.clone()).await;
+        assert_eq!(r.code(), 0, "{:?}", r.remark());
+        assert!(r.body.len() > 0);
+    }
+    let got = pop_until(&b, 1, 60_000, Duration::from_secs(3)).await;
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].body, b"twice");
+    let r = b.call(peek).await;
+    assert_eq!(r.code(), ResponseCode::PullNotFound.code());
+    b.stop().await;
+}

@@ -158,51 +158,7 @@ fn run(
             "the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
         )));
     }
-    let topic = broker.topics.select(&h.topic).ok_or_else(|| {
-        Refusal::new(
-            ResponseCode::TopicNotExist,
-            format!(
-                "topic[{}] not exist, apply first please! {FAQ_TIP}",
-                h.topic
-            ),
-        )
-    })?;
-    if !perm::is_readable(topic.perm) {
-        return Err(Refusal::new(
-            ResponseCode::NoPermission,
-            format!("the topic[{}] peeking message is forbidden", h.topic),
-        ));
-    }
-    if h.queue_id >= topic.read_queue_nums {
-        return Err(Refusal::new(
-            ResponseCode::InvalidParameter,
-            format!(
-                "queueId[{}] is illegal, topic:[{}] topicConfig.readQueueNums:[{}] consumer:[{}]",
-                h.queue_id,
-                h.topic,
-                topic.read_queue_nums,
-                channel.peer_addr()
-            ),
-        ));
-    }
-    let group = broker
-        .groups
-        .find_or_create(&h.consumer_group)
-        .ok_or_else(|| {
-            Refusal::new(
-                ResponseCode::SubscriptionGroupNotExist,
-                format!(
-                    "subscription group [{}] does not exist, {FAQ_TIP}",
-                    h.consumer_group
-                ),
-            )
-        })?;
-    if !group.consume_enable {
-        return Err(Refusal::new(
-            ResponseCode::NoPermission,
-            format!("subscription group no permission, {}", h.consumer_group),
-        ));
-    }
+    check_target(broker, channel, &h.topic, h.queue_id, &h.consumer_group)?;
     let filter = pop_filter(broker, &h)?;
     let order = h.order == Some(true);
 
@@ -571,6 +527,56 @@ fn init_offset(ctx: &Ctx<'_>, topic: &str, queue_id: i32, is_retry: bool) -> i64
     } else {
         processor_i64(max.saturating_sub(1))
     }
+}
+
+/// The checks every pop-family request makes of its topic, queue and group, in
+/// RocketMQ's order and words (the group is created when auto-creation is on).
+///
+/// # Errors
+/// The topic is missing or not readable, the queue id beyond its read queues, the group
+/// missing or not allowed to consume.
+pub fn check_target(
+    broker: &Broker,
+    channel: &Channel,
+    topic: &str,
+    queue_id: i32,
+    group: &str,
+) -> Result<(), Refusal> {
+    let config = broker.topics.select(topic).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::TopicNotExist,
+            format!("topic[{topic}] not exist, apply first please! {FAQ_TIP}"),
+        )
+    })?;
+    if !perm::is_readable(config.perm) {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("the topic[{topic}] peeking message is forbidden"),
+        ));
+    }
+    if queue_id >= config.read_queue_nums {
+        return Err(Refusal::new(
+            ResponseCode::InvalidParameter,
+            format!(
+                "queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{}] consumer:[{}]",
+                config.read_queue_nums,
+                channel.peer_addr()
+            ),
+        ));
+    }
+    let group_config = broker.groups.find_or_create(group).ok_or_else(|| {
+        Refusal::new(
+            ResponseCode::SubscriptionGroupNotExist,
+            format!("subscription group [{group}] does not exist, {FAQ_TIP}"),
+        )
+    })?;
+    if !group_config.consume_enable {
+        return Err(Refusal::new(
+            ResponseCode::NoPermission,
+            format!("subscription group no permission, {group}"),
+        ));
+    }
+    Ok(())
 }
 
 /// The filter of a pop's expression (TAG when none).
