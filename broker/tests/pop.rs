@@ -479,7 +479,7 @@ async fn peek_notification_and_polling_info() {
     for _ in 0..2 {
         let r = b.call(peek.clone()).await;
         assert_eq!(r.code(), 0, "{:?}", r.remark());
-        assert!(r.body.len() > 0);
+        assert!(!r.body.is_empty());
     }
     let got = pop_until(&b, 1, 60_000, Duration::from_secs(3)).await;
     assert_eq!(got.len(), 1);
