@@ -8,15 +8,25 @@
 //! acknowledgements must not undo the reset) and queries answer the reset offset. The
 //! pending marks live in memory only, as in RocketMQ: after a restart the written offset
 //! is what counts.
+//!
+//! Offsets the broker moves itself — POP's — are also appended to
+//! `consumerOffset.json.journal` before they count, and the journal is replayed over
+//! the file at start and emptied after each write of the file. A pop's offset moves with
+//! every batch; lost with the last 5 s of memory in a crash, it would hand out again
+//! every message popped (and acked) in those seconds. RocketMQ has that window; here a
+//! `kill -9` loses nothing the journal's `write` reached. (A pull consumer's offset is
+//! its client's, committed again and again; it keeps RocketMQ's window.)
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
+use std::fs::File;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use parking_lot::RwLock;
+use parking_lot::{Mutex, RwLock};
 use remoting::config_file::ConfigFileError;
 use remoting::protocol::subscription::ConsumerOffsetSerializeWrapper;
-use tracing::info;
+use tracing::{info, warn};
 
 use crate::persist;
 
@@ -34,6 +44,46 @@ pub struct ConsumerOffsetManager {
     pending_resets: RwLock<BTreeMap<String, BTreeMap<i32, i64>>>,
     dirty: AtomicBool,
     path: PathBuf,
+    /// The journal of the broker's own moves since the last write of the file.
+    journal: Mutex<Option<File>>,
+}
+
+/// A journal line: `c` (set) or `a` (move forward only), group, topic, queue, offset.
+fn journal_line(kind: char, group: &str, topic: &str, queue_id: i32, offset: i64) -> String {
+    format!("{kind}\t{group}\t{topic}\t{queue_id}\t{offset}\n")
+}
+
+fn journal_path(path: &Path) -> PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".journal");
+    PathBuf::from(p)
+}
+
+/// Applies the journal's lines (a torn or foreign line is skipped) to `table`.
+fn replay(text: &str, table: &mut BTreeMap<String, BTreeMap<i32, i64>>) -> usize {
+    let mut n = 0;
+    for line in text.lines() {
+        let f: Vec<&str> = line.split('\t').collect();
+        let [kind, group, topic, queue_id, offset] = f.as_slice() else {
+            continue;
+        };
+        let (Ok(queue_id), Ok(offset)) = (queue_id.parse::<i32>(), offset.parse::<i64>()) else {
+            continue;
+        };
+        let entry = table.entry(key(topic, group)).or_default();
+        match *kind {
+            "c" => {
+                entry.insert(queue_id, offset);
+            }
+            "a" => {
+                let current = entry.entry(queue_id).or_insert(-1);
+                *current = (*current).max(offset);
+            }
+            _ => continue,
+        }
+        n += 1;
+    }
+    n
 }
 
 impl ConsumerOffsetManager {
@@ -42,18 +92,74 @@ impl ConsumerOffsetManager {
     /// # Errors
     /// The file exists but neither it nor its `.bak` parses.
     pub fn load(path: PathBuf) -> Result<Self, ConfigFileError> {
-        let table = persist::load::<ConsumerOffsetSerializeWrapper>(&path)?
+        let mut table = persist::load::<ConsumerOffsetSerializeWrapper>(&path)?
             .map(|w| w.offset_table)
             .unwrap_or_default();
         if !table.is_empty() {
             info!(file = %path.display(), entries = table.len(), "loaded consumer offsets");
         }
+        let jpath = journal_path(&path);
+        let replayed = match std::fs::read(&jpath) {
+            Ok(bytes) => replay(&String::from_utf8_lossy(&bytes), &mut table),
+            Err(_) => 0,
+        };
+        if replayed > 0 {
+            info!(file = %jpath.display(), replayed, "replayed consumer offset journal");
+        }
+        if let Some(dir) = jpath.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| ConfigFileError::Io {
+                op: "create the config directory",
+                path: dir.to_owned(),
+                source: e,
+            })?;
+        }
+        let journal = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&jpath)
+            .map_err(|e| ConfigFileError::Io {
+                op: "open the consumer offset journal",
+                path: jpath.clone(),
+                source: e,
+            })?;
         Ok(ConsumerOffsetManager {
             table: RwLock::new(table),
             pending_resets: RwLock::new(BTreeMap::new()),
-            dirty: AtomicBool::new(false),
+            dirty: AtomicBool::new(replayed > 0),
             path,
+            journal: Mutex::new(Some(journal)),
         })
+    }
+
+    /// Appends a move of the broker's own to the journal (before it counts).
+    fn log(&self, journal: &mut Option<File>, line: &str) {
+        if let Some(file) = journal.as_mut() {
+            if let Err(e) = file.write_all(line.as_bytes()) {
+                log_limit::limited!(
+                    warn!(error = %e, "cannot append to the consumer offset journal; offsets fall back to the periodic write")
+                );
+            }
+        }
+    }
+
+    /// [`commit`](Self::commit), journaled: a move the broker makes itself (a pop).
+    pub fn commit_journaled(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut journal = self.journal.lock();
+        self.log(
+            &mut journal,
+            &journal_line('c', group, topic, queue_id, offset),
+        );
+        self.commit(group, topic, queue_id, offset);
+    }
+
+    /// [`advance`](Self::advance), journaled.
+    pub fn advance_journaled(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
+        let mut journal = self.journal.lock();
+        self.log(
+            &mut journal,
+            &journal_line('a', group, topic, queue_id, offset),
+        );
+        self.advance(group, topic, queue_id, offset);
     }
 
     /// Records that `group` has consumed `topic`/`queue_id` up to `offset` (exclusive).
@@ -238,12 +344,18 @@ impl ConsumerOffsetManager {
     /// # Errors
     /// The file could not be written (it stays dirty, the next flush retries).
     pub fn flush(&self) -> Result<(), ConfigFileError> {
+        // Journaled moves wait: the file written and the journal emptied are one step.
+        let mut journal = self.journal.lock();
         if !self.dirty.swap(false, Ordering::AcqRel) {
             return Ok(());
         }
         let result = persist::save(&self.path, &self.wrapper());
         if result.is_err() {
             self.dirty.store(true, Ordering::Release);
+        } else if let Some(file) = journal.as_mut() {
+            if let Err(e) = file.set_len(0) {
+                warn!(error = %e, "cannot empty the consumer offset journal");
+            }
         }
         result
     }
@@ -252,6 +364,37 @@ impl ConsumerOffsetManager {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn journaled_moves_survive_a_crash_and_the_journal_empties_on_write() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config/consumerOffset.json");
+        let m = ConsumerOffsetManager::load(path.clone()).unwrap();
+        m.commit("g", "T", 0, 5);
+        m.flush().unwrap();
+        m.advance_journaled("g", "T", 0, 9);
+        m.advance_journaled("g", "T", 0, 7);
+        m.commit_journaled("g", "T", 1, 3);
+        // Not journaled: lost with the process, as before.
+        m.commit("g", "T", 2, 1);
+        drop(m);
+        // A torn last line (the process died in its write) is skipped.
+        let jpath = journal_path(&path);
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&jpath)
+            .unwrap();
+        f.write_all(b"c\tg\tT\t0\t").unwrap();
+        let m = ConsumerOffsetManager::load(path.clone()).unwrap();
+        assert_eq!(m.query("g", "T", 0), Some(9));
+        assert_eq!(m.query("g", "T", 1), Some(3));
+        assert_eq!(m.query("g", "T", 2), None);
+        m.flush().unwrap();
+        assert_eq!(std::fs::metadata(&jpath).unwrap().len(), 0);
+        drop(m);
+        let m = ConsumerOffsetManager::load(path).unwrap();
+        assert_eq!(m.query("g", "T", 0), Some(9));
+    }
 
     #[test]
     fn commit_query_persist() {

@@ -142,7 +142,7 @@ fn round(pop: &PopService, state: &Mutex<Vec<QueueRevive>>) {
         if done_to != q.committed {
             broker
                 .offsets
-                .commit(REVIVE_GROUP, &topic, q.queue_id, done_to);
+                .commit_journaled(REVIVE_GROUP, &topic, q.queue_id, done_to);
             q.committed = done_to;
         }
     }
@@ -341,6 +341,6 @@ fn ensure_retry_topic(pop: &PopService, topic: &str, group: &str) {
         .topics
         .create_in_send_back(topic, 1, perm::READ | perm::WRITE, 0);
     if broker.offsets.query(group, topic, 0).is_none_or(|o| o < 0) {
-        broker.offsets.commit(group, topic, 0, 0);
+        broker.offsets.commit_journaled(group, topic, 0, 0);
     }
 }

@@ -320,9 +320,11 @@ fn ack_orderly(
         .ack(topic, group, queue_id, offset, pop_time)
     {
         OrderedAck::Commit(next) => {
-            broker
-                .offsets
-                .commit_unless_reset(group, topic, queue_id, next);
+            if !broker.offsets.has_pending_reset(group, topic, queue_id) {
+                broker
+                    .offsets
+                    .commit_journaled(group, topic, queue_id, next);
+            }
             if !broker.order_info.blocked(None, topic, group, queue_id) {
                 // The queue is free: a pop waiting for it goes now.
                 broker.pull_hold.wake_group(topic, queue_id, group);

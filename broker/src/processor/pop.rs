@@ -344,7 +344,9 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
     ) {
         // The position is gone (expired, or beyond the end): move it and read again.
         let corrected = processor_i64(result.next_begin_offset);
-        broker.offsets.commit(group, topic, queue_id, corrected);
+        broker
+            .offsets
+            .commit_journaled(group, topic, queue_id, corrected);
         lock.clear_in_flight_end();
         offset = corrected;
         result = read(broker, topic, queue_id, offset, remaining, ctx.filter);
@@ -440,7 +442,9 @@ fn pop_offset(
     let group = &ctx.h.consumer_group;
     if broker.offsets.has_pending_reset(group, topic, queue_id) {
         if let Some(reset) = broker.offsets.take_pending_reset(group, topic, queue_id) {
-            broker.offsets.commit(group, topic, queue_id, reset);
+            broker
+                .offsets
+                .commit_journaled(group, topic, queue_id, reset);
             lock.clear_in_flight_end();
             broker.order_info.clear(topic, group, queue_id);
             return reset;
@@ -450,7 +454,9 @@ fn pop_offset(
         Some(o) if o >= 0 => o,
         _ => {
             let init = init_offset(ctx, topic, queue_id, is_retry);
-            broker.offsets.commit(group, topic, queue_id, init);
+            broker
+                .offsets
+                .commit_journaled(group, topic, queue_id, init);
             init
         }
     };
@@ -477,7 +483,9 @@ fn pop_queue_orderly(
     let group = &ctx.h.consumer_group;
     if result.status != GetMessageStatus::Found || result.messages.is_empty() {
         if next > offset {
-            broker.offsets.commit(group, topic, queue_id, next);
+            broker
+                .offsets
+                .commit_journaled(group, topic, queue_id, next);
         }
         return;
     }
@@ -498,7 +506,9 @@ fn pop_queue_orderly(
         &offsets,
         &mut got.order_counts,
     );
-    broker.offsets.commit(group, topic, queue_id, offset);
+    broker
+        .offsets
+        .commit_journaled(group, topic, queue_id, offset);
     got.found += offsets.len();
     got.shares.push(Share {
         queue_id,
@@ -657,7 +667,9 @@ fn as_popped_retry(bytes: &Bytes, topic: &str, extra: &ExtraInfo) -> Option<Byte
 fn commit_all(broker: &Broker, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
     for (topic, queue_id, offset, durable) in commits {
         if durable.ready().is_some_and(|s| s.is_ok()) {
-            broker.offsets.advance(group, &topic, queue_id, offset);
+            broker
+                .offsets
+                .advance_journaled(group, &topic, queue_id, offset);
         }
     }
 }
@@ -666,7 +678,9 @@ async fn commit_all_async(broker: &Broker, group: &str, commits: Vec<(String, i3
     for (topic, queue_id, offset, durable) in commits {
         let status = durable.await;
         if status.is_ok() {
-            broker.offsets.advance(group, &topic, queue_id, offset);
+            broker
+                .offsets
+                .advance_journaled(group, &topic, queue_id, offset);
         } else {
             // The checkpoint is in the log (it revives the batch); the offset stays,
             // and the next batch's commit, once durable, covers this one.
