@@ -22,6 +22,7 @@
 //!   timer checkpoint over the remoting protocol (the store interop and failover tests).
 //! - `drill`: failover drills with the official Java client — the producer's and the drain's
 //!   books, the failover steps on a pair (tests/ha_drill.rs, `reliability`).
+//! - `pop`: POP requests and responses as a RocketMQ 5 remoting client builds them.
 //! - `flood`: connection storms (open, time, hold, close, read the server's memory).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
 //! - `reliability`: the reliability driver (`--bin reliability`, RELIABILITY.md).
@@ -44,6 +45,7 @@ pub mod go;
 pub mod harness;
 pub mod java;
 pub mod machine;
+pub mod pop;
 pub mod ports;
 pub mod procs;
 pub mod reliability;
