@@ -6,9 +6,10 @@
 //! Unlike RocketMQ, which re-reads a window of the log each round and guesses how long
 //! to wait for acks (2 s past the newest record read), the service keeps the
 //! checkpoints it has read in memory until they are settled, and revives one only when
-//! the timer wheel has delivered every record due before its revive time plus a slot
-//! (`TimerService::read_time`) and dispatch has caught up: its acks, due at the revive
-//! time, are then all read. The revive offset (the consumer offset of
+//! the timer wheel has delivered every record due up to its revive time
+//! (`TimerService::read_time` past it) and dispatch has caught up: its acks, due at the
+//! revive time, are then all read. A round runs every `reviveInterval`, or sooner when
+//! a checkpoint falls due, and wakes the group's held pops when it revived anything. The revive offset (the consumer offset of
 //! `CID_RMQ_SYS_REVIVE_GROUP` on the revive queue, RocketMQ's "last record done") is
 //! the record before the oldest unsettled checkpoint, so a restart reads every
 //! unsettled checkpoint and its acks again: a crash can revive a message twice, never
@@ -37,9 +38,11 @@ use crate::service_switch::ServiceSwitch;
 const READ_BATCH: usize = 32;
 /// How long a round waits for dispatch to catch up with the log.
 const DISPATCH_WAIT: Duration = Duration::from_millis(500);
-/// Margin past a checkpoint's revive time before the timer's progress counts as
-/// having delivered its acks (one timer slot).
-const SLOT_MARGIN_MS: i64 = 1000;
+/// The shortest pause between rounds.
+const MIN_PAUSE: Duration = Duration::from_millis(20);
+/// How long after a slot ends its records are looked for (the wheel's delivery and
+/// dispatch of the slot's last records).
+const DUE_SLACK_MS: i64 = 20;
 
 /// Starts and stops the revive task with the role.
 #[derive(Debug, Default)]
@@ -77,11 +80,20 @@ async fn run(pop: std::sync::Weak<PopService>, state: Arc<Mutex<Vec<QueueRevive>
         let interval = Duration::from_millis(p.broker().config().revive_interval);
         let s = Arc::clone(&state);
         // Store reads and durable puts block: off the runtime's workers.
-        let round = tokio::task::spawn_blocking(move || round(&p, &s)).await;
-        if let Err(e) = round {
-            warn!(error = %e, "pop revive round failed");
-        }
-        tokio::time::sleep(interval).await;
+        let next_due = match tokio::task::spawn_blocking(move || round(&p, &s)).await {
+            Ok(due) => due,
+            Err(e) => {
+                warn!(error = %e, "pop revive round failed");
+                None
+            }
+        };
+        // Until the next checkpoint falls due (its acks then read, a slot later at most),
+        // but at least every interval.
+        let pause = next_due.map_or(interval, |due| {
+            let wait = due - crate::clock::now_ms();
+            Duration::from_millis(u64::try_from(wait).unwrap_or(0)).min(interval)
+        });
+        tokio::time::sleep(pause.max(MIN_PAUSE)).await;
     }
 }
 
@@ -98,7 +110,8 @@ struct QueueRevive {
     committed: i64,
 }
 
-fn round(pop: &PopService, state: &Mutex<Vec<QueueRevive>>) {
+/// One round over every revive queue; when the next pending checkpoint falls due.
+fn round(pop: &PopService, state: &Mutex<Vec<QueueRevive>>) -> Option<i64> {
     let broker = pop.broker();
     let (cluster, queues) = {
         let c = broker.config();
@@ -129,10 +142,11 @@ fn round(pop: &PopService, state: &Mutex<Vec<QueueRevive>>) {
             .collect();
     }
     let can_put = broker.can_be_durable();
+    let mut woken: Vec<(String, String)> = Vec::new();
     for q in state.iter_mut() {
         scan(pop, &topic, q);
         if can_put {
-            revive_due(pop, q, delivered_before);
+            revive_due(pop, q, delivered_before, &mut woken);
         }
         let done_to = q
             .pending
@@ -144,6 +158,30 @@ fn round(pop: &PopService, state: &Mutex<Vec<QueueRevive>>) {
                 .offsets
                 .commit_journaled(REVIVE_GROUP, &topic, q.queue_id, done_to);
             q.committed = done_to;
+        }
+    }
+    // A checkpoint is due once the wheel is past the slot of its revive time.
+    let precision = pop.timer().settings().precision_ms.max(1);
+    let next_due = state
+        .iter()
+        .flat_map(|q| q.pending.values())
+        .map(|ck| (ck.revive_time().div_euclid(precision) + 1) * precision + DUE_SLACK_MS)
+        .min();
+    drop(state);
+    for (topic, group) in woken {
+        wake_pops(pop, &topic, &group);
+    }
+    next_due
+}
+
+/// Tells the group's held pops of `topic` that its retry topic has messages (an arrival
+/// in a retry topic wakes nobody by itself: pops wait on the topic they pop).
+fn wake_pops(pop: &PopService, topic: &str, group: &str) {
+    let broker = pop.broker();
+    broker.pull_hold.wake_group(topic, -1, group);
+    if let Some(config) = broker.topics.select(topic) {
+        for queue_id in 0..config.read_queue_nums {
+            broker.pull_hold.wake_group(topic, queue_id, group);
         }
     }
 }
@@ -231,11 +269,16 @@ fn read_record(bytes: &[u8], offset: i64, this_broker: &str, q: &mut QueueRevive
 
 /// Revives the checkpoints whose acks have all been read; keeps one whose revive
 /// failed for the next round.
-fn revive_due(pop: &PopService, q: &mut QueueRevive, delivered_before: i64) {
+fn revive_due(
+    pop: &PopService,
+    q: &mut QueueRevive,
+    delivered_before: i64,
+    woken: &mut Vec<(String, String)>,
+) {
     let due: Vec<i64> = q
         .pending
         .iter()
-        .filter(|(_, ck)| ck.revive_time().saturating_add(SLOT_MARGIN_MS) < delivered_before)
+        .filter(|(_, ck)| ck.revive_time() < delivered_before)
         .map(|(ro, _)| *ro)
         .collect();
     for ro in due {
@@ -245,6 +288,13 @@ fn revive_due(pop: &PopService, q: &mut QueueRevive, delivered_before: i64) {
         match revive_checkpoint(pop, ck) {
             Ok(n) => {
                 if n > 0 {
+                    let target = (
+                        normal_topic(&ck.topic, &ck.group).to_owned(),
+                        ck.group.clone(),
+                    );
+                    if !woken.contains(&target) {
+                        woken.push(target);
+                    }
                     debug!(topic = %ck.topic, group = %ck.group, queue_id = ck.queue_id, start = ck.start_offset, revived = n, "pop checkpoint revived");
                 }
                 let key = ck.merge_key();
