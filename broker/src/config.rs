@@ -126,6 +126,14 @@ pub struct BrokerConfig {
     /// A new POP group starting at MAX reads from 0 while the queue is still whole in
     /// memory (true).
     pub init_pop_offset_by_check_msg_in_mem: bool,
+    /// Priority topics (5.4): percent of pops that read the retry topic first (0: retries
+    /// are the lowest priority).
+    pub pop_from_retry_probability_for_priority: i32,
+    /// Priority topics: the highest queue is the highest priority (true).
+    pub priority_order_asc: bool,
+    /// Revived messages keep their queue in a retry topic of as many queues (false: all
+    /// in queue 0, as RocketMQ).
+    pub use_separate_retry_queue: bool,
     /// Most pops held for long polling (100000).
     pub max_pop_polling_size: usize,
     /// Most pops held per topic, group and queue (1024).
@@ -243,6 +251,9 @@ impl Default for BrokerConfig {
             revive_interval: 1000,
             pop_response_return_actual_retry_topic: false,
             init_pop_offset_by_check_msg_in_mem: true,
+            pop_from_retry_probability_for_priority: 0,
+            priority_order_asc: true,
+            use_separate_retry_queue: false,
             max_pop_polling_size: 100_000,
             pop_polling_size: 1024,
             cg_cold_read_threshold: 3 * 1024 * 1024,

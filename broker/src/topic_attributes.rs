@@ -2,8 +2,9 @@
 //! `AttributeUtil`): UPDATE_AND_CREATE_TOPIC carries changes as `+key=value,-key`, the
 //! stored map (topics.json, GET_TOPIC_CONFIG) holds plain `key → value`.
 //!
-//! The keys RocketMQ 5.3.3 knows: `message.type` (NORMAL, FIFO, DELAY, TRANSACTION, MIXED,
-//! UNSPECIFIED; changeable) — the type Apache's proxy checks sends against —,
+//! The keys RocketMQ 5 knows: `message.type` (NORMAL, FIFO, DELAY, TRANSACTION, MIXED,
+//! UNSPECIFIED, and PRIORITY since 5.4; changeable) — the type Apache's proxy checks
+//! sends against, and PRIORITY the one POP reads highest queues first on —,
 //! `queue.type`, `cleanup.policy` (fixed once created) and `reserve.time` (changeable).
 //! sluice has neither batch consume queues, compacted topics nor per-topic retention, so
 //! those three are accepted at their defaults only and any other value is refused
@@ -13,6 +14,67 @@ use std::collections::BTreeMap;
 
 /// `message.type`.
 pub const MESSAGE_TYPE: &str = "message.type";
+
+/// `_SYS_MSG_PRIORITY_` (RocketMQ 5.4 `MessageConst.PROPERTY_PRIORITY`): a priority
+/// message's priority, ≥ 0.
+pub const PRIORITY_PROPERTY: &str = "_SYS_MSG_PRIORITY_";
+
+/// RocketMQ's `TopicMessageType.parseFromMessageProperty`: what a message's properties
+/// make it, in its order of precedence (transaction, delay, FIFO, priority, normal).
+#[must_use]
+pub fn message_type_of(props: &str) -> &'static str {
+    use message::properties::keys::{
+        DELAY, TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TRAN_MSG,
+    };
+    let [
+        tran,
+        delay,
+        deliver,
+        delay_sec,
+        delay_ms,
+        sharding,
+        priority,
+    ] = message::properties::get_many(
+        props,
+        [
+            TRAN_MSG,
+            DELAY,
+            TIMER_DELIVER_MS,
+            TIMER_DELAY_SEC,
+            TIMER_DELAY_MS,
+            "__SHARDINGKEY",
+            PRIORITY_PROPERTY,
+        ],
+    );
+    if tran.is_some_and(|t| t.eq_ignore_ascii_case("true")) {
+        "TRANSACTION"
+    } else if delay.is_some() || deliver.is_some() || delay_sec.is_some() || delay_ms.is_some() {
+        "DELAY"
+    } else if sharding.is_some() {
+        "FIFO"
+    } else if priority.is_some() {
+        "PRIORITY"
+    } else {
+        "NORMAL"
+    }
+}
+
+/// The queue a priority message goes to (RocketMQ 5.4's send path): its priority,
+/// clamped to the topic's last write queue, when the properties make it a priority
+/// message. `Err(())` when it carries a priority but is something else (FIFO, delay,
+/// transaction): the priority is then dropped. `Ok(None)`: no priority.
+pub fn priority_queue(props: &str, write_queue_nums: i32) -> Result<Option<i32>, ()> {
+    let Some(priority) = message::properties::get(props, PRIORITY_PROPERTY)
+        .and_then(|p| p.parse::<i32>().ok())
+        .filter(|p| *p >= 0)
+    else {
+        return Ok(None);
+    };
+    if message_type_of(props) != "PRIORITY" {
+        return Err(());
+    }
+    Ok(Some(priority.min(write_queue_nums.max(1) - 1)))
+}
 
 /// One attribute RocketMQ defines.
 struct Definition {
@@ -46,6 +108,7 @@ const DEFINITIONS: &[Definition] = &[
             "FIFO",
             "DELAY",
             "TRANSACTION",
+            "PRIORITY",
             "MIXED",
         ]),
         supported: None,
@@ -247,7 +310,7 @@ mod tests {
             (
                 None,
                 "+message.type=LOUD",
-                "value is not in set: [UNSPECIFIED, NORMAL, FIFO, DELAY, TRANSACTION, MIXED]",
+                "value is not in set: [UNSPECIFIED, NORMAL, FIFO, DELAY, TRANSACTION, PRIORITY, MIXED]",
             ),
             (
                 None,

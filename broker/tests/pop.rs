@@ -59,6 +59,11 @@ fn pop_request(queue_id: i32, max: i32, invisible_ms: i64, poll_ms: i64) -> Remo
 /// The messages of a pop response, with the receipts a client builds
 /// (`MQClientAPIImpl.processPopResponse`).
 fn popped(response: &RemotingCommand) -> Vec<Popped> {
+    popped_on(response, TOPIC)
+}
+
+/// [`popped`] of a pop of `topic`.
+fn popped_on(response: &RemotingCommand, topic: &str) -> Vec<Popped> {
     if response.code() != ResponseCode::Success.code() {
         return Vec::new();
     }
@@ -100,7 +105,7 @@ fn popped(response: &RemotingCommand) -> Vec<Popped> {
             body: m.body.to_vec(),
             reconsume_times: m.reconsume_times,
         });
-        assert_eq!(m.topic, TOPIC, "a pop answers under the topic popped");
+        assert_eq!(m.topic, topic, "a pop answers under the topic popped");
     }
     out
 }
@@ -486,5 +491,86 @@ async fn peek_notification_and_polling_info() {
     assert_eq!(got[0].body, b"twice");
     let r = b.call(peek).await;
     assert_eq!(r.code(), ResponseCode::PullNotFound.code());
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_priority_topic_is_popped_highest_priority_first() {
+    use remoting::protocol::broker::{CreateTopicRequestHeader, SendMessageResponseHeader};
+    const PRIO: &str = "PrioT";
+    let b = Running::start(|_, _| {}).await;
+    let create = RemotingCommand::request_with(
+        RequestCode::UpdateAndCreateTopic,
+        &CreateTopicRequestHeader {
+            topic: PRIO.into(),
+            default_topic: "TBW102".into(),
+            read_queue_nums: 8,
+            write_queue_nums: 8,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".into(),
+            topic_sys_flag: Some(0),
+            order: false,
+            attributes: Some("+message.type=PRIORITY".into()),
+            force: None,
+        },
+    );
+    let r = b.call(create).await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    // The priority picks the queue (clamped to the last one); the client's choice and a
+    // priority on a FIFO message do not count.
+    let mut sent = 0;
+    for p in [0, 3, 7, 9, 12] {
+        let r = b
+            .send(
+                PRIO,
+                1,
+                format!("p{p}").as_bytes(),
+                &format!("_SYS_MSG_PRIORITY_\u{1}{p}\u{2}"),
+            )
+            .await;
+        let h: SendMessageResponseHeader = r.decode_header().unwrap();
+        assert_eq!(h.queue_id, p.min(7), "priority {p}");
+        sent += 1;
+    }
+    let r = b
+        .send(
+            PRIO,
+            2,
+            b"fifo",
+            "_SYS_MSG_PRIORITY_\u{1}6\u{2}__SHARDINGKEY\u{1}k\u{2}",
+        )
+        .await;
+    let h: SendMessageResponseHeader = r.decode_header().unwrap();
+    assert_eq!(h.queue_id, 2, "a FIFO message keeps its queue");
+    sent += 1;
+    // A backlog on every priority: pops take the highest first.
+    for p in 0..8 {
+        for i in 0..3 {
+            let r = b
+                .send(
+                    PRIO,
+                    0,
+                    format!("b{p}.{i}").as_bytes(),
+                    &format!("_SYS_MSG_PRIORITY_\u{1}{p}\u{2}"),
+                )
+                .await;
+            assert_eq!(r.code(), 0);
+            sent += 1;
+        }
+    }
+    let pop = |max: i32| {
+        let mut r = pop_request(-1, max, 60_000, 0);
+        r.header.ext_fields.insert("topic", PRIO);
+        r
+    };
+    let mut order = Vec::new();
+    while order.len() < sent {
+        let got = popped_on(&b.call(pop(4)).await, PRIO);
+        assert!(!got.is_empty(), "only {} of {sent} popped", order.len());
+        order.extend(got.into_iter().map(|p| p.queue_id));
+    }
+    let mut sorted = order.clone();
+    sorted.sort_by(|a, b| b.cmp(a));
+    assert_eq!(order, sorted, "queues popped highest first: {order:?}");
     b.stop().await;
 }

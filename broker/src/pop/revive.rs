@@ -352,8 +352,24 @@ fn revive_checkpoint(pop: &PopService, ck: &CheckPoint) -> Result<usize, ReviveE
         let Ok(Some(Record::Message(m))) = record::decode(bytes) else {
             continue;
         };
+        // RocketMQ 5.4's useSeparateRetryQueue: a retry keeps its queue (a priority
+        // topic's order survives the retry), in a retry topic of as many queues.
+        let separate = broker.config().use_separate_retry_queue;
+        let queues = if separate {
+            broker
+                .topics
+                .select(normal)
+                .map_or(1, |t| t.write_queue_nums.max(1))
+        } else {
+            1
+        };
+        let retry_queue = if separate && ck.queue_id < queues {
+            ck.queue_id
+        } else {
+            0
+        };
         if revived == 0 {
-            ensure_retry_topic(pop, &retry_topic, &ck.group);
+            ensure_retry_topic(pop, &retry_topic, &ck.group, queues);
         }
         let mut props = m.properties_str().into_owned();
         if m.reconsume_times == 0 || properties::get(&props, FIRST_POP_TIME).is_none() {
@@ -361,7 +377,7 @@ fn revive_checkpoint(pop: &PopService, ck: &CheckPoint) -> Result<usize, ReviveE
         }
         let msg = MessageInner {
             topic: retry_topic.clone(),
-            queue_id: 0,
+            queue_id: retry_queue,
             flag: m.flag,
             body: bytes.slice_ref(m.body),
             properties: props,
@@ -383,14 +399,30 @@ fn revive_checkpoint(pop: &PopService, ck: &CheckPoint) -> Result<usize, ReviveE
     Ok(revived)
 }
 
-/// RocketMQ creates a missing pop retry topic with one queue and starts the group at
-/// its beginning.
-fn ensure_retry_topic(pop: &PopService, topic: &str, group: &str) {
+/// RocketMQ creates a missing pop retry topic with one queue (`queues` with separate
+/// retry queues, grown when the topic grew) and starts the group at its beginning.
+fn ensure_retry_topic(pop: &PopService, topic: &str, group: &str, queues: i32) {
     let broker = pop.broker();
-    broker
+    let config = broker
         .topics
-        .create_in_send_back(topic, 1, perm::READ | perm::WRITE, 0);
-    if broker.offsets.query(group, topic, 0).is_none_or(|o| o < 0) {
-        broker.offsets.commit_journaled(group, topic, 0, 0);
+        .create_in_send_back(topic, queues, perm::READ | perm::WRITE, 0);
+    if config.write_queue_nums < queues {
+        // Written with the next topics.json write, as a topic created by a send-back.
+        let _generation = broker
+            .topics
+            .update(remoting::protocol::topic::TopicConfig {
+                read_queue_nums: queues,
+                write_queue_nums: queues,
+                ..config
+            });
+    }
+    for queue_id in 0..queues {
+        if broker
+            .offsets
+            .query(group, topic, queue_id)
+            .is_none_or(|o| o < 0)
+        {
+            broker.offsets.commit_journaled(group, topic, queue_id, 0);
+        }
     }
 }

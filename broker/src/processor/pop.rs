@@ -192,23 +192,45 @@ fn run(
             v1
         }
     };
+    // RocketMQ 5.4's priority mode: on a PRIORITY topic, a share (the group's
+    // `priority.factor`, 100 %) of the pops of every queue read them highest first.
+    let priority = !order && h.queue_id < 0 && random_q < priority_factor(broker, &h) && {
+        broker.topics.select(&h.topic).is_some_and(|t| {
+            t.attributes
+                .get(crate::topic_attributes::MESSAGE_TYPE)
+                .map(String::as_str)
+                == Some("PRIORITY")
+        })
+    };
+    let scan = if priority {
+        Scan::Priority {
+            ascending: config.priority_order_asc,
+        }
+    } else {
+        Scan::From(random_q)
+    };
+    let retry_share = if priority {
+        config.pop_from_retry_probability_for_priority
+    } else {
+        config.pop_from_retry_probability
+    };
     // Orderly pops never read the retry topic: their messages come back in place.
-    let retry_first = !order && random_q < config.pop_from_retry_probability;
+    let retry_first = !order && random_q < retry_share;
     let mut got = Collected::default();
     if retry_first {
-        pop_topic(&ctx, &retry_topic, None, random_q, &mut got);
+        pop_topic(&ctx, &retry_topic, None, scan, &mut got);
     }
     if got.found < wanted(&h) {
         pop_topic(
             &ctx,
             &h.topic,
             (h.queue_id >= 0).then_some(h.queue_id),
-            random_q,
+            scan,
             &mut got,
         );
     }
     if !order && !retry_first && got.found < wanted(&h) {
-        pop_topic(&ctx, &retry_topic, None, random_q, &mut got);
+        pop_topic(&ctx, &retry_topic, None, scan, &mut got);
     }
 
     let mut header = PopMessageResponseHeader {
@@ -294,15 +316,47 @@ fn wanted(h: &PopMessageRequestHeader) -> usize {
     usize::try_from(h.max_msg_nums).unwrap_or(0).max(1)
 }
 
-/// Pops from every read queue of `topic` (from the `random_q`-th on), or from `only`.
-fn pop_topic(ctx: &Ctx<'_>, topic: &str, only: Option<i32>, random_q: i32, got: &mut Collected) {
+/// The order a pop reads the queues of a topic in.
+#[derive(Debug, Clone, Copy)]
+enum Scan {
+    /// From this one on, round the ring (spreads pops over the queues).
+    From(i32),
+    /// Highest queue first (a priority topic; `ascending: false`: lowest first).
+    Priority { ascending: bool },
+}
+
+impl Scan {
+    fn queues(self, n: i32) -> Vec<i32> {
+        let n = n.max(0);
+        match self {
+            Scan::From(start) => (0..n).map(|i| (start + i) % n.max(1)).collect(),
+            Scan::Priority { ascending: true } => (0..n).rev().collect(),
+            Scan::Priority { ascending: false } => (0..n).collect(),
+        }
+    }
+}
+
+/// The group's `priority.factor` attribute (RocketMQ 5.4, 0..=100, default 100).
+fn priority_factor(broker: &Broker, h: &PopMessageRequestHeader) -> i32 {
+    broker
+        .groups
+        .find(&h.consumer_group)
+        .and_then(|g| {
+            g.attributes
+                .get("priority.factor")
+                .and_then(|v| v.parse::<i32>().ok())
+        })
+        .map_or(100, |f| f.clamp(0, 100))
+}
+
+/// Pops from every read queue of `topic` in `scan` order, or from `only`.
+fn pop_topic(ctx: &Ctx<'_>, topic: &str, only: Option<i32>, scan: Scan, got: &mut Collected) {
     let Some(config) = ctx.broker.topics.select(topic) else {
         return;
     };
-    let n = config.read_queue_nums.max(0);
     let queues: Vec<i32> = match only {
         Some(q) => vec![q],
-        None => (0..n).map(|i| (random_q + i) % n.max(1)).collect(),
+        None => scan.queues(config.read_queue_nums),
     };
     for queue_id in queues {
         if got.found >= wanted(ctx.h) {

@@ -258,6 +258,16 @@ fn prepare(
         ));
     }
     let mut properties = props;
+    // RocketMQ 5.4: a priority message goes to the queue of its priority (the client's
+    // choice is overruled); a priority on another kind of message is dropped.
+    match crate::topic_attributes::priority_queue(&properties, topic_config.write_queue_nums) {
+        Ok(Some(q)) => queue_id = q,
+        Ok(None) => {}
+        Err(()) => {
+            properties =
+                properties::without(&properties, &[crate::topic_attributes::PRIORITY_PROPERTY]);
+        }
+    }
     let answered_queue = queue_id;
     // A timer message is parked for the wheel; a half message is parked at its commit.
     if !transaction && crate::timer::is_timer_message(&topic, flags, delay) {
