@@ -59,21 +59,30 @@ pub fn message_type_of(props: &str) -> &'static str {
     }
 }
 
-/// The queue a priority message goes to (RocketMQ 5.4's send path): its priority,
-/// clamped to the topic's last write queue, when the properties make it a priority
-/// message. `Err(())` when it carries a priority but is something else (FIFO, delay,
-/// transaction): the priority is then dropped. `Ok(None)`: no priority.
-pub fn priority_queue(props: &str, write_queue_nums: i32) -> Result<Option<i32>, ()> {
+/// What the send path does with a message's priority (RocketMQ 5.4).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PriorityRoute {
+    /// No priority: the queue stays the client's.
+    None,
+    /// A priority message: this queue (its priority, clamped to the last write queue).
+    Queue(i32),
+    /// A priority on another kind of message (FIFO, delay, transaction): dropped.
+    Drop,
+}
+
+/// Where a message's priority sends it.
+#[must_use]
+pub fn priority_route(props: &str, write_queue_nums: i32) -> PriorityRoute {
     let Some(priority) = message::properties::get(props, PRIORITY_PROPERTY)
         .and_then(|p| p.parse::<i32>().ok())
         .filter(|p| *p >= 0)
     else {
-        return Ok(None);
+        return PriorityRoute::None;
     };
     if message_type_of(props) != "PRIORITY" {
-        return Err(());
+        return PriorityRoute::Drop;
     }
-    Ok(Some(priority.min(write_queue_nums.max(1) - 1)))
+    PriorityRoute::Queue(priority.min(write_queue_nums.max(1) - 1))
 }
 
 /// One attribute RocketMQ defines.

@@ -23,6 +23,7 @@ use super::{Refusal, respond};
 use crate::broker::Broker;
 use crate::properties::SendFlags;
 use crate::timer::TimerService;
+use crate::topic_attributes::{PRIORITY_PROPERTY, PriorityRoute};
 use crate::transaction;
 
 /// Queues of a DLQ topic (`DLQ_NUMS_PER_GROUP`).
@@ -260,12 +261,11 @@ fn prepare(
     let mut properties = props;
     // RocketMQ 5.4: a priority message goes to the queue of its priority (the client's
     // choice is overruled); a priority on another kind of message is dropped.
-    match crate::topic_attributes::priority_queue(&properties, topic_config.write_queue_nums) {
-        Ok(Some(q)) => queue_id = q,
-        Ok(None) => {}
-        Err(()) => {
-            properties =
-                properties::without(&properties, &[crate::topic_attributes::PRIORITY_PROPERTY]);
+    match crate::topic_attributes::priority_route(&properties, topic_config.write_queue_nums) {
+        PriorityRoute::Queue(q) => queue_id = q,
+        PriorityRoute::None => {}
+        PriorityRoute::Drop => {
+            properties = properties::without(&properties, &[PRIORITY_PROPERTY]);
         }
     }
     let answered_queue = queue_id;
