@@ -89,8 +89,10 @@ pub fn priority_route(props: &str, write_queue_nums: i32) -> PriorityRoute {
 struct Definition {
     name: &'static str,
     changeable: bool,
-    /// The values RocketMQ allows (`None`: a long in `min..=max`).
+    /// The values RocketMQ allows (`None`: a long in `range`).
     values: Option<&'static [&'static str]>,
+    /// The range of a long attribute.
+    range: (i64, i64),
     /// The values sluice can honour (a subset of `values`; `None`: all of them).
     supported: Option<&'static [&'static str]>,
 }
@@ -100,12 +102,14 @@ const DEFINITIONS: &[Definition] = &[
         name: "queue.type",
         changeable: false,
         values: Some(&["BatchCQ", "SimpleCQ"]),
+        range: (0, 0),
         supported: Some(&["SimpleCQ"]),
     },
     Definition {
         name: "cleanup.policy",
         changeable: false,
         values: Some(&["DELETE", "COMPACTION"]),
+        range: (0, 0),
         supported: Some(&["DELETE"]),
     },
     Definition {
@@ -120,15 +124,28 @@ const DEFINITIONS: &[Definition] = &[
             "PRIORITY",
             "MIXED",
         ]),
+        range: (0, 0),
         supported: None,
     },
     Definition {
         name: "reserve.time",
         changeable: true,
         values: None,
+        range: (-1, i64::MAX),
         supported: Some(&["-1"]),
     },
 ];
+
+/// The attributes of a subscription group (RocketMQ 5.4 `SubscriptionGroupAttributes`):
+/// `priority.factor`, the percent of a group's pops of a priority topic that read it
+/// highest priority first.
+const GROUP_DEFINITIONS: &[Definition] = &[Definition {
+    name: "priority.factor",
+    changeable: true,
+    values: None,
+    range: (0, 100),
+    supported: None,
+}];
 
 /// Why an attribute change is refused (RocketMQ's texts).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -194,14 +211,49 @@ pub fn alter(
     text: Option<&str>,
     mixed_allowed: bool,
 ) -> Result<BTreeMap<String, String>, AttributeError> {
-    let mut attributes = current.cloned().unwrap_or_default();
     let Some(text) = text.filter(|t| !t.is_empty()) else {
-        return Ok(attributes);
+        return Ok(current.cloned().unwrap_or_default());
     };
-    for change in parse(text)? {
+    apply(DEFINITIONS, current, parse(text)?, mixed_allowed)
+}
+
+/// A subscription group's attributes after the `+k`/`-k` keyed map an update carries
+/// (`SubscriptionGroupManager.updateSubscriptionGroupConfig`), `current` being the
+/// stored group's (`None`: it is being created).
+///
+/// # Errors
+/// RocketMQ's reason.
+pub fn alter_group(
+    current: Option<&BTreeMap<String, String>>,
+    requested: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, AttributeError> {
+    let mut changes = Vec::with_capacity(requested.len());
+    for (key, value) in requested {
+        changes.push(if let Some(name) = key.strip_prefix('+') {
+            Change::Set(name.to_owned(), value.clone())
+        } else if let Some(name) = key.strip_prefix('-') {
+            Change::Delete(name.to_owned())
+        } else if current.is_some_and(|c| c.get(key) == Some(value)) {
+            // A stored attribute sent back as it is (a config copied whole).
+            continue;
+        } else {
+            return Err(err(format!("add/alter attribute format is wrong: {key}")));
+        });
+    }
+    apply(GROUP_DEFINITIONS, current, changes, true)
+}
+
+fn apply(
+    defs: &'static [Definition],
+    current: Option<&BTreeMap<String, String>>,
+    changes: Vec<Change>,
+    mixed_allowed: bool,
+) -> Result<BTreeMap<String, String>, AttributeError> {
+    let mut attributes = current.cloned().unwrap_or_default();
+    for change in changes {
         match change {
             Change::Set(name, value) => {
-                let def = definition(&name)?;
+                let def = definition(defs, &name)?;
                 if current.is_some() && !def.changeable && attributes.get(&name) != Some(&value) {
                     return Err(err(format!(
                         "attempt to update an unchangeable attribute. key: {name}"
@@ -219,7 +271,7 @@ pub fn alter(
                         "only add attribute is supported while creating topic. key: {name}"
                     )));
                 }
-                let def = definition(&name)?;
+                let def = definition(defs, &name)?;
                 if !def.changeable {
                     return Err(err(format!(
                         "attempt to update an unchangeable attribute. key: {name}"
@@ -234,12 +286,14 @@ pub fn alter(
     Ok(attributes)
 }
 
-fn definition(name: &str) -> Result<&'static Definition, AttributeError> {
+fn definition(
+    defs: &'static [Definition],
+    name: &str,
+) -> Result<&'static Definition, AttributeError> {
     if name.contains(['+', '-']) {
         return Err(err(format!("unsupported key: {name}")));
     }
-    DEFINITIONS
-        .iter()
+    defs.iter()
         .find(|d| d.name == name)
         .ok_or_else(|| err(format!("unsupported key: {name}")))
 }
@@ -251,9 +305,10 @@ fn check_value(def: &Definition, value: &str) -> Result<(), AttributeError> {
         }
         Some(_) => {}
         None => {
-            let in_range = value.parse::<i64>().is_ok_and(|v| v >= -1);
+            let (min, max) = def.range;
+            let in_range = value.parse::<i64>().is_ok_and(|v| v >= min && v <= max);
             if !in_range {
-                return Err(err(format!("value is not in range(-1, {})", i64::MAX)));
+                return Err(err(format!("value is not in range({min}, {max})")));
             }
         }
     }
@@ -272,6 +327,76 @@ fn check_value(def: &Definition, value: &str) -> Result<(), AttributeError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn message_types_and_priority_routes_as_rocketmq_5_4() {
+        let p = |pairs: &[(&str, &str)]| message::properties::build(pairs.iter().copied());
+        assert_eq!(
+            message_type_of(&p(&[("TRAN_MSG", "true"), ("DELAY", "3")])),
+            "TRANSACTION"
+        );
+        assert_eq!(
+            message_type_of(&p(&[("TIMER_DELAY_SEC", "3"), ("__SHARDINGKEY", "k")])),
+            "DELAY"
+        );
+        assert_eq!(
+            message_type_of(&p(&[("__SHARDINGKEY", "k"), (PRIORITY_PROPERTY, "1")])),
+            "FIFO"
+        );
+        assert_eq!(message_type_of(&p(&[(PRIORITY_PROPERTY, "1")])), "PRIORITY");
+        assert_eq!(message_type_of(""), "NORMAL");
+        assert_eq!(
+            priority_route(&p(&[(PRIORITY_PROPERTY, "3")]), 8),
+            PriorityRoute::Queue(3)
+        );
+        assert_eq!(
+            priority_route(&p(&[(PRIORITY_PROPERTY, "30")]), 8),
+            PriorityRoute::Queue(7)
+        );
+        assert_eq!(
+            priority_route(&p(&[(PRIORITY_PROPERTY, "-1")]), 8),
+            PriorityRoute::None
+        );
+        assert_eq!(
+            priority_route(&p(&[(PRIORITY_PROPERTY, "x")]), 8),
+            PriorityRoute::None
+        );
+        assert_eq!(
+            priority_route(&p(&[(PRIORITY_PROPERTY, "2"), ("DELAY", "1")]), 8),
+            PriorityRoute::Drop
+        );
+    }
+
+    #[test]
+    fn group_attributes_as_rocketmq_5_4() {
+        let m = |pairs: &[(&str, &str)]| {
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect::<BTreeMap<_, _>>()
+        };
+        let created = alter_group(None, &m(&[("+priority.factor", "50")])).unwrap();
+        assert_eq!(created, m(&[("priority.factor", "50")]));
+        assert_eq!(
+            alter_group(Some(&created), &m(&[("+priority.factor", "101")]))
+                .unwrap_err()
+                .to_string(),
+            "value is not in range(0, 100)"
+        );
+        assert_eq!(
+            alter_group(None, &m(&[("+other", "1")]))
+                .unwrap_err()
+                .to_string(),
+            "unsupported key: other"
+        );
+        // A stored config sent back whole keeps its attributes; a delete removes one.
+        assert_eq!(alter_group(Some(&created), &created).unwrap(), created);
+        assert!(
+            alter_group(Some(&created), &m(&[("-priority.factor", "")]))
+                .unwrap()
+                .is_empty()
+        );
+    }
 
     fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

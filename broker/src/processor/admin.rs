@@ -239,12 +239,21 @@ pub fn system_topics(broker: &Broker) -> Handled {
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200).
 pub fn update_subscription_group(broker: &Broker, request: &RemotingCommand) -> Handled {
-    let config: SubscriptionGroupConfig = fastjson::from_slice(&request.body.to_bytes())?;
+    let mut config: SubscriptionGroupConfig = fastjson::from_slice(&request.body.to_bytes())?;
+    group_attributes(broker, &mut config)?;
     broker
         .groups
         .update(config)
         .map_err(|e| Refusal::system(format!("cannot persist the group: {e}")))?;
     Ok(success())
+}
+
+/// Applies the `+k`/`-k` attributes an update carries to the stored group's.
+fn group_attributes(broker: &Broker, config: &mut SubscriptionGroupConfig) -> Result<(), Refusal> {
+    let current = broker.groups.find(&config.group_name).map(|g| g.attributes);
+    config.attributes = topic_attributes::alter_group(current.as_ref(), &config.attributes)
+        .map_err(|e| Refusal::system(e.to_string()))?;
+    Ok(())
 }
 
 /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP_LIST (225, `mqadmin updateSubGroupList`): every
@@ -256,10 +265,11 @@ pub fn update_subscription_group_list(broker: &Broker, request: &RemotingCommand
         #[serde(default)]
         group_config_list: Vec<SubscriptionGroupConfig>,
     }
-    let body: SubscriptionGroupList = fastjson::from_slice(&request.body.to_bytes())?;
-    for config in &body.group_config_list {
+    let mut body: SubscriptionGroupList = fastjson::from_slice(&request.body.to_bytes())?;
+    for config in &mut body.group_config_list {
         validate_group(&config.group_name)
             .map_err(|e| Refusal::new(ResponseCode::InvalidParameter, e))?;
+        group_attributes(broker, config)?;
     }
     for config in body.group_config_list {
         broker
