@@ -127,18 +127,36 @@ pub fn subscribe_queues(topic: &str, route: &TopicRouteData) -> Vec<MessageQueue
     out
 }
 
-/// The mode a group reads a topic with: the one set, else PULL (RocketMQ's default
-/// `defaultMessageRequestMode`; retry topics are always pulled).
+/// The mode a group reads a topic with: the one set, else `default_mode`
+/// (`defaultMessageRequestMode`, with `defaultPopShareQueueNum` for POP); retry topics
+/// are always pulled.
 #[must_use]
-pub fn mode_of(modes: &RequestModes, topic: &str, group: &str) -> SetMessageRequestModeRequestBody {
-    modes
-        .get(topic, group)
-        .unwrap_or_else(|| SetMessageRequestModeRequestBody {
+pub fn mode_of(
+    modes: &RequestModes,
+    topic: &str,
+    group: &str,
+    default_mode: MessageRequestMode,
+    default_share: i32,
+) -> SetMessageRequestModeRequestBody {
+    modes.get(topic, group).unwrap_or_else(|| {
+        let retry =
+            topic.starts_with(remoting::protocol::constants::system::RETRY_GROUP_TOPIC_PREFIX);
+        let mode = if retry {
+            MessageRequestMode::Pull
+        } else {
+            default_mode
+        };
+        SetMessageRequestModeRequestBody {
             consumer_group: group.to_owned(),
-            mode: MessageRequestMode::Pull,
-            pop_share_queue_num: 0,
+            mode,
+            pop_share_queue_num: if mode == MessageRequestMode::Pop {
+                default_share
+            } else {
+                0
+            },
             topic: topic.to_owned(),
-        })
+        }
+    })
 }
 
 /// The assignment of one consumer: `queues` (the topic's, sorted) among `clients`
@@ -359,6 +377,23 @@ mod tests {
         }
         // A client the group does not know gets nothing.
         assert!(avg("c9").is_empty());
+    }
+
+    #[test]
+    fn the_default_mode_applies_where_none_was_set_but_never_to_retry_topics() {
+        let dir = tempfile::tempdir().unwrap();
+        let modes = RequestModes::load(dir.path().join("messageRequestMode.json")).unwrap();
+        let m = mode_of(&modes, "T", "G", MessageRequestMode::Pop, -1);
+        assert_eq!((m.mode, m.pop_share_queue_num), (MessageRequestMode::Pop, -1));
+        let r = mode_of(&modes, "%RETRY%G", "G", MessageRequestMode::Pop, -1);
+        assert_eq!(r.mode, MessageRequestMode::Pull);
+        modes.set(mode(MessageRequestMode::Pull, 0)).unwrap();
+        assert_eq!(
+            mode_of(&modes, "T", "G", MessageRequestMode::Pop, -1).mode,
+            MessageRequestMode::Pull
+        );
+        let reloaded = RequestModes::load(dir.path().join("messageRequestMode.json")).unwrap();
+        assert_eq!(reloaded.all(), modes.all());
     }
 
     #[test]

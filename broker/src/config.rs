@@ -134,6 +134,17 @@ pub struct BrokerConfig {
     /// Revived messages keep their queue in a retry topic of as many queues (false: all
     /// in queue 0, as RocketMQ).
     pub use_separate_retry_queue: bool,
+    /// Broker-side rebalance assigns queues to consumers (true; false: every queue).
+    pub server_load_balancer_enable: bool,
+    /// The mode of a group on a topic no mode was set for (PULL).
+    pub default_message_request_mode: remoting::protocol::pop::MessageRequestMode,
+    /// POP groups' share of queues when no mode was set (−1: every queue).
+    pub default_pop_share_queue_num: i32,
+    /// RocketMQ's RocksDB pop store (false): not in sluice, refused at start.
+    pub pop_consumer_kv_service_enable: bool,
+    /// Stop popping a queue with too many messages in flight (false): not in sluice,
+    /// refused at start.
+    pub enable_pop_message_threshold: bool,
     /// Most pops held for long polling (100000).
     pub max_pop_polling_size: usize,
     /// Most pops held per topic, group and queue (1024).
@@ -254,6 +265,11 @@ impl Default for BrokerConfig {
             pop_from_retry_probability_for_priority: 0,
             priority_order_asc: true,
             use_separate_retry_queue: false,
+            server_load_balancer_enable: true,
+            default_message_request_mode: remoting::protocol::pop::MessageRequestMode::Pull,
+            default_pop_share_queue_num: -1,
+            pop_consumer_kv_service_enable: false,
+            enable_pop_message_threshold: false,
             max_pop_polling_size: 100_000,
             pop_polling_size: 1024,
             cg_cold_read_threshold: 3 * 1024 * 1024,
@@ -365,6 +381,38 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "timerEnableRetryUntilSuccess",
     "timerInterceptDelayLevel",
     "timerColdDataCheckIntervalMs",
+    // POP tuning that sluice's design has no use for: no in-memory checkpoint merge
+    // (checkpoints and acks are always written, and answered once durable — appendCkAsync
+    // and appendAckAsync never apply), one revive task, no thread pools, no re-put limit
+    // (a failed revive is retried, never dropped).
+    "popPollingMapSize",
+    "reviveMaxSlow",
+    "reviveScanTime",
+    "enableSkipLongAwaitingAck",
+    "reviveAckWaitMs",
+    "enablePopLog",
+    "enablePopBufferMerge",
+    "popCkStayBufferTime",
+    "popCkStayBufferTimeOut",
+    "popCkMaxBufferSize",
+    "popCkOffsetMaxQueueSize",
+    "enablePopBatchAck",
+    "popLongPollingForceNotifyInterval",
+    "enableNotifyBeforePopCalculateLag",
+    "enableNotifyAfterPopOrderLockRelease",
+    "popConsumerFSServiceInit",
+    "popConsumerKVServiceLog",
+    "popConsumerKVServiceInit",
+    "popReviveMaxReturnSizePerRead",
+    "popReviveMaxAttemptTimes",
+    "popInflightMessageThreshold",
+    "ackMessageThreadPoolNums",
+    "ackThreadPoolQueueCapacity",
+    "waitTimeMillsInAckQueue",
+    "appendAckAsync",
+    "appendCkAsync",
+    "skipWhenCKRePutReachMaxTimes",
+    "loadBalanceProcessorThreadPoolNums",
 ];
 
 /// Why a broker config cannot be used.
@@ -418,6 +466,17 @@ impl BrokerConfig {
             )));
         }
         self.revive_interval = self.revive_interval.max(100);
+        if self.pop_consumer_kv_service_enable {
+            return Err(ConfigError::Invalid(
+                "popConsumerKVServiceEnable = true: sluice keeps POP records in the revive log only (RocketMQ's file store)".into(),
+            ));
+        }
+        if self.enable_pop_message_threshold {
+            return Err(ConfigError::Invalid(
+                "enablePopMessageThreshold = true: sluice has no in-flight threshold for pops"
+                    .into(),
+            ));
+        }
         self.register_name_server_period = self.register_name_server_period.clamp(10_000, 60_000);
         // A zero interval would make the check-back service spin.
         self.transaction_check_interval = self.transaction_check_interval.max(100);
@@ -572,6 +631,26 @@ mod tests {
             ..BrokerConfig::default()
         };
         assert!(no_backlog.sanitize().is_err());
+    }
+
+    #[test]
+    fn pop_features_sluice_lacks_are_refused() {
+        for mut c in [
+            BrokerConfig {
+                pop_consumer_kv_service_enable: true,
+                ..BrokerConfig::default()
+            },
+            BrokerConfig {
+                enable_pop_message_threshold: true,
+                ..BrokerConfig::default()
+            },
+            BrokerConfig {
+                revive_queue_num: 0,
+                ..BrokerConfig::default()
+            },
+        ] {
+            assert!(c.sanitize().is_err(), "{c:?}");
+        }
     }
 
     #[test]

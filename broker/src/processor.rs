@@ -111,6 +111,9 @@ impl Processor for BrokerProcessor {
             RequestCode::PollingInfo => {
                 return pop_info::polling_info(self.role.pop(), channel, &request);
             }
+            // `mqadmin exportPopRecord`: copies RocketMQ's RocksDB pop records into the revive
+            // log; sluice keeps them there only, so there is nothing to copy.
+            RequestCode::PopRollback => Ok(success()),
             RequestCode::AckMessage => return ack::ack(self.role.pop(), &request),
             RequestCode::BatchAckMessage => return ack::batch_ack(self.role.pop(), &request),
             RequestCode::ChangeMessageInvisibletime => {

@@ -32,21 +32,27 @@ pub fn query_assignment(broker: &Arc<Broker>, request: &RemotingCommand) -> Repl
                 None => None,
             },
         };
-        let mut mode = mode_of(&broker.request_modes, topic, &body.consumer_group);
-        if topic.starts_with(RETRY_GROUP_TOPIC_PREFIX)
-            && broker
-                .request_modes
-                .get(topic, &body.consumer_group)
-                .is_none()
-        {
-            mode.mode = remoting::protocol::pop::MessageRequestMode::Pull;
-        }
+        let (default_mode, default_share, balance) = {
+            let c = broker.config();
+            (
+                c.default_message_request_mode,
+                c.default_pop_share_queue_num,
+                c.server_load_balancer_enable,
+            )
+        };
+        let mode = mode_of(
+            &broker.request_modes,
+            topic,
+            &body.consumer_group,
+            default_mode,
+            default_share,
+        );
         let clients = broker
             .consumers
             .group(&body.consumer_group)
             .map(|g| g.client_ids())
             .unwrap_or_default();
-        let answer = assign(&body, &mode, queues, clients, true);
+        let answer = assign(&body, &mode, queues, clients, balance);
         Some(
             match fastjson::to_vec(&answer, fastjson::KeyStyle::Fastjson) {
                 Ok(bytes) => success().with_body(bytes::Bytes::from(bytes)),
