@@ -371,6 +371,11 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
     let broker = ctx.broker;
     let group = &ctx.h.consumer_group;
     let is_retry = topic != ctx.h.topic;
+    if !broker.role().is_master() {
+        // A slave cannot write the checkpoint (nor commit): nothing can be handed out,
+        // as on RocketMQ, where the checkpoint's put fails there.
+        return;
+    }
     let Some(lock) = ctx.pop.queues().try_lock(topic, group, queue_id) else {
         // Another pop reads it; count its backlog as RocketMQ does.
         let max = processor_i64(broker.store.max_offset_in_queue(topic, queue_id));
