@@ -384,7 +384,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let modes = RequestModes::load(dir.path().join("messageRequestMode.json")).unwrap();
         let m = mode_of(&modes, "T", "G", MessageRequestMode::Pop, -1);
-        assert_eq!((m.mode, m.pop_share_queue_num), (MessageRequestMode::Pop, -1));
+        assert_eq!(
+            (m.mode, m.pop_share_queue_num),
+            (MessageRequestMode::Pop, -1)
+        );
         let r = mode_of(&modes, "%RETRY%G", "G", MessageRequestMode::Pop, -1);
         assert_eq!(r.mode, MessageRequestMode::Pull);
         modes.set(mode(MessageRequestMode::Pull, 0)).unwrap();
