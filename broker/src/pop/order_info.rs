@@ -157,6 +157,20 @@ struct OrderInfoFile {
     table: BTreeMap<String, Queues>,
 }
 
+impl OrderInfoFile {
+    fn info(&self, topic: &str, group: &str, queue_id: i32) -> Option<&OrderInfo> {
+        self.table
+            .get(&key(topic, group))
+            .and_then(|q| q.0.get(&queue_id))
+    }
+
+    fn info_mut(&mut self, topic: &str, group: &str, queue_id: i32) -> Option<&mut OrderInfo> {
+        self.table
+            .get_mut(&key(topic, group))
+            .and_then(|q| q.0.get_mut(&queue_id))
+    }
+}
+
 /// The orderly batches of every `topic@group` and queue.
 #[derive(Debug)]
 pub struct ConsumerOrderInfo {
@@ -243,10 +257,9 @@ impl ConsumerOrderInfo {
         queue_id: i32,
     ) -> bool {
         let now = crate::clock::now_ms();
-        let t = self.table.lock();
-        t.table
-            .get(&key(topic, group))
-            .and_then(|q| q.0.get(&queue_id))
+        self.table
+            .lock()
+            .info(topic, group, queue_id)
             .is_some_and(|o| o.blocks(attempt_id, now))
     }
 
@@ -254,10 +267,9 @@ impl ConsumerOrderInfo {
     #[must_use]
     pub fn unblocks_at(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
         let now = crate::clock::now_ms();
-        let t = self.table.lock();
-        t.table
-            .get(&key(topic, group))
-            .and_then(|q| q.0.get(&queue_id))
+        self.table
+            .lock()
+            .info(topic, group, queue_id)
             .and_then(|o| o.unblocks_at(now))
     }
 
@@ -281,11 +293,7 @@ impl ConsumerOrderInfo {
         pop_time: i64,
     ) -> OrderedAck {
         let mut t = self.table.lock();
-        let Some(info) = t
-            .table
-            .get_mut(&key(topic, group))
-            .and_then(|q| q.0.get_mut(&queue_id))
-        else {
+        let Some(info) = t.info_mut(topic, group, queue_id) else {
             return OrderedAck::Commit(offset + 1);
         };
         if info.offset_list.is_empty() {
@@ -317,11 +325,7 @@ impl ConsumerOrderInfo {
         next_visible: i64,
     ) -> bool {
         let mut t = self.table.lock();
-        let Some(info) = t
-            .table
-            .get_mut(&key(topic, group))
-            .and_then(|q| q.0.get_mut(&queue_id))
-        else {
+        let Some(info) = t.info_mut(topic, group, queue_id) else {
             return false;
         };
         if info.pop_time != pop_time {

@@ -65,20 +65,15 @@ fn prepare_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durabl
         )?;
         return Ok(Vec::new());
     }
-    let ack = AckRecord {
-        ack_offset: h.offset,
-        ack_offset_list: None,
-        broker_name: Some(extra.broker_name.clone()),
-        group: h.consumer_group.clone(),
-        pop_time: extra.pop_time,
-        queue_id: h.queue_id,
-        start_offset: extra.ck_queue_offset,
-        topic: h.topic.clone(),
-    };
-    let deliver = extra.pop_time.saturating_add(extra.invisible_time);
-    let written = revive_log::put_ack(broker, pop.timer(), &ack, extra.revive_qid, deliver)
-        .map_err(put_refusal)?;
-    Ok(vec![written.durable])
+    let written = ack_receipt(
+        pop,
+        &h.topic,
+        &h.consumer_group,
+        h.queue_id,
+        h.offset,
+        &extra,
+    )?;
+    Ok(vec![written])
 }
 
 /// BATCH_ACK_MESSAGE.
@@ -196,28 +191,48 @@ fn prepare_change(
     let ck_written = revive_log::put_checkpoint(broker, pop.timer(), &ck, extra.revive_qid)
         .map_err(put_refusal)?;
     // ...and no longer due with its old batch.
-    let ack = AckRecord {
-        ack_offset: h.offset,
-        ack_offset_list: None,
-        broker_name: Some(extra.broker_name.clone()),
-        group: h.consumer_group.clone(),
-        pop_time: extra.pop_time,
-        queue_id: h.queue_id,
-        start_offset: extra.ck_queue_offset,
-        topic: h.topic.clone(),
-    };
-    let deliver = extra.pop_time.saturating_add(extra.invisible_time);
-    let ack_written = revive_log::put_ack(broker, pop.timer(), &ack, extra.revive_qid, deliver)
-        .map_err(put_refusal)?;
+    let ack_written = ack_receipt(
+        pop,
+        &h.topic,
+        &h.consumer_group,
+        h.queue_id,
+        h.offset,
+        &extra,
+    )?;
     let header = ChangeInvisibleTimeResponseHeader {
         pop_time: now,
         invisible_time: h.invisible_time,
         revive_qid: extra.revive_qid,
     };
     Ok((
-        vec![ck_written.durable, ack_written.durable],
+        vec![ck_written.durable, ack_written],
         success().with_header(&header),
     ))
+}
+
+/// Writes the ack of `offset` of the batch `extra` names, due with its checkpoint.
+fn ack_receipt(
+    pop: &PopService,
+    topic: &str,
+    group: &str,
+    queue_id: i32,
+    offset: i64,
+    extra: &ExtraInfo,
+) -> Result<Durable, Refusal> {
+    let ack = AckRecord {
+        ack_offset: offset,
+        ack_offset_list: None,
+        broker_name: Some(extra.broker_name.clone()),
+        group: group.to_owned(),
+        pop_time: extra.pop_time,
+        queue_id,
+        start_offset: extra.ck_queue_offset,
+        topic: topic.to_owned(),
+    };
+    let deliver = extra.pop_time.saturating_add(extra.invisible_time);
+    revive_log::put_ack(pop.broker(), pop.timer(), &ack, extra.revive_qid, deliver)
+        .map(|w| w.durable)
+        .map_err(put_refusal)
 }
 
 /// `response` once every wait succeeded, else SYSTEM_ERROR naming the first failure.
