@@ -282,6 +282,8 @@ pub struct CaseRun {
     pub ok: Option<String>,
     /// Every `ERR ...` line.
     pub errors: Vec<String>,
+    /// Every `RECVERR <error>` line: a receive that failed (not "no message").
+    pub receive_errors: Vec<String>,
 }
 
 fn key_values<'a>(fields: impl Iterator<Item = &'a str>) -> BTreeMap<String, String> {
@@ -336,6 +338,7 @@ impl CaseRun {
                 }
                 "OK" => run.ok = Some(line.to_owned()),
                 "ERR" => run.errors.push(line.to_owned()),
+                "RECVERR" => run.receive_errors.push(line.to_owned()),
                 _ => {}
             }
         }
@@ -364,7 +367,7 @@ mod tests {
         let run = CaseRun::parse(
             "STARTED g\nSENT 0 01AB at=10 deliver=20\nSENT 1 01AC at=11 tx=rollback\n\
              RECV delay-0 01AB attempt=1 tag=- keys=k-0 group=g-1 deliver=20 recv=21\n\
-             CHANGE simple-1 01AC ms=2000 at=30\nACK delay-0 01AB\nOK received=1\nERR x y\n",
+             CHANGE simple-1 01AC ms=2000 at=30\nACK delay-0 01AB\nRECVERR DEADLINE_EXCEEDED\nOK received=1\nERR x y\n",
         );
         assert_eq!(run.sent.len(), 2);
         assert_eq!((run.sent[0].at, run.sent[0].deliver), (10, Some(20)));
@@ -377,5 +380,6 @@ mod tests {
         assert_eq!(run.events("ACK").len(), 1);
         assert_eq!(run.ok.as_deref(), Some("OK received=1"));
         assert_eq!(run.errors, ["ERR x y"]);
+        assert_eq!(run.receive_errors, ["RECVERR DEADLINE_EXCEEDED"]);
     }
 }

@@ -63,8 +63,26 @@ const PROXY_SETTINGS: [(&str, i64); 2] = [
     ("grpcClientConsumerMaxLongPollingTimeoutMillis", 5000),
 ];
 
+/// Why a held POP fails on sluice (simple, transaction): see the report in `grpc/README.md`.
+const HELD_POP_UNANSWERED: &str = "a held POP_MESSAGE that finds nothing is never answered: the \
+    proxy's request times out (remoting.log: remove timeout request, responseCommand=null) and \
+    the SDK's receive fails with DEADLINE_EXCEEDED";
+/// Why FIFO fails on sluice.
+const NO_ORDERLY_POP: &str = "POP with order=true (FIFO group) refused: \"pop orderly \
+    (order=true) is not supported by this broker yet\" (50001 through the proxy)";
+
 /// `<case>_<sdk>` cases that fail on sluice, with why; they run with `--ignored`.
-const IGNORED_ON_SLUICE: &[(&str, &str)] = &[];
+const IGNORED_ON_SLUICE: &[(&str, &str)] = &[
+    ("fifo_java", NO_ORDERLY_POP),
+    ("fifo_go", NO_ORDERLY_POP),
+    ("fifo_python", NO_ORDERLY_POP),
+    ("transaction_java", HELD_POP_UNANSWERED),
+    ("transaction_go", HELD_POP_UNANSWERED),
+    ("transaction_python", HELD_POP_UNANSWERED),
+    ("simple_java", HELD_POP_UNANSWERED),
+    ("simple_go", HELD_POP_UNANSWERED),
+    ("simple_python", HELD_POP_UNANSWERED),
+];
 
 // ------------------------------------------------------------------------------- the systems
 
@@ -288,7 +306,9 @@ fn proxy_errors(system: &System, offset: usize) -> String {
     let mut out = Vec::new();
     let mut in_trace = false;
     for line in tail.lines() {
-        let flagged = line.contains(" ERROR ") || line.contains(" WARN ");
+        // Every client that goes away cancels its telemetry stream: not worth a line.
+        let noise = line.contains("telemetry on error") || line.contains("client cancelled");
+        let flagged = !noise && (line.contains(" ERROR ") || line.contains(" WARN "));
         let trace =
             line.starts_with('\t') || line.starts_with("Caused by") || line.contains("Exception:");
         if flagged || (in_trace && trace) {
@@ -335,6 +355,8 @@ fn run_case(kind: Kind, case: &'static str, sdk: Sdk) -> Result<(), Failed> {
     let run = CaseRun::parse(&out.stdout);
     let checked = if !out.success() || run.ok.is_none() || !run.errors.is_empty() {
         Err("the case program failed".to_owned())
+    } else if !run.receive_errors.is_empty() {
+        Err(format!("receives failed: {:?}", run.receive_errors))
     } else {
         check(case, &run)
     };
@@ -412,13 +434,23 @@ fn check(case: &str, run: &CaseRun) -> Result<(), String> {
             }
         }
         "transaction" => {
-            let got: BTreeSet<&str> = run.deliveries.iter().map(|d| d.body.as_str()).collect();
-            let want: BTreeSet<&str> = ["tx-0", "tx-2", "tx-3", "tx-5"].into();
-            if got != want || run.deliveries.len() != 4 {
-                return Err(format!(
-                    "delivered {:?}, not {want:?} once each",
-                    run.deliveries.iter().map(|d| &d.body).collect::<Vec<_>>()
-                ));
+            // Committed at once: exactly once. Committed by a check-back: at least once (Apache
+            // 5.3.3 delivered tx-2 and tx-5 twice now and then: a half message is re-put for
+            // each check, and a second round may check it again before the answer is in).
+            // Rolled back: never.
+            once("tx-0")?;
+            once("tx-3")?;
+            for open in ["tx-2", "tx-5"] {
+                if run.deliveries_of(open).is_empty() {
+                    return Err(format!(
+                        "{open} (committed by its check-back) never delivered"
+                    ));
+                }
+            }
+            for rolled_back in ["tx-1", "tx-4"] {
+                if !run.deliveries_of(rolled_back).is_empty() {
+                    return Err(format!("{rolled_back} was rolled back, yet delivered"));
+                }
             }
             let checked: BTreeSet<&str> = run
                 .events("CHECK")
@@ -429,6 +461,12 @@ fn check(case: &str, run: &CaseRun) -> Result<(), String> {
                 if !checked.contains(open) {
                     return Err(format!("{open} never checked back (checked: {checked:?})"));
                 }
+            }
+            let extra = run.deliveries.len().saturating_sub(4);
+            if extra > 0 {
+                eprintln!(
+                    "grpc_proxy: transaction: {extra} duplicate deliveries of checked-back messages"
+                );
             }
         }
         "simple" => {

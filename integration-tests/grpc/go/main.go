@@ -401,12 +401,13 @@ func (c *client) simpleConsumer(tag string) (rmq.SimpleConsumer, error) {
 	return sc, nil
 }
 
-// receive is one receive call; "no message" (and any other error, said on stderr) is none.
+// receive is one receive call; "no message" is none, and so is a failed one, which prints
+// RECVERR <error> (the test fails on it).
 func receive(sc rmq.SimpleConsumer) []*rmq.MessageView {
 	mvs, err := sc.Receive(context.Background(), 16, invisible)
 	if err != nil {
 		if !strings.Contains(err.Error(), "MESSAGE_NOT_FOUND") {
-			fmt.Fprintf(os.Stderr, "receive: %v\n", err)
+			line("RECVERR %s", strings.ReplaceAll(err.Error(), "\n", " "))
 			time.Sleep(200 * time.Millisecond)
 		}
 		return nil
