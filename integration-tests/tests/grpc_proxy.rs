@@ -63,6 +63,11 @@ const PROXY_SETTINGS: [(&str, i64); 2] = [
     ("grpcClientConsumerMaxLongPollingTimeoutMillis", 5000),
 ];
 
+/// What the proxy answers a receive that comes before the SDK's settings (its telemetry
+/// stream) reached it — a start-up race of SDK and proxy whatever is behind them (seen with
+/// the Python SDK): the receive is retried by the program, so it is no failure.
+const SETTINGS_RACE: &str = "\"settings\" is null";
+
 /// Why a held POP fails on sluice (simple, transaction): see the report in `grpc/README.md`.
 const HELD_POP_UNANSWERED: &str = "a held POP_MESSAGE that finds nothing is never answered: the \
     proxy's request times out (remoting.log: remove timeout request, responseCommand=null) and \
@@ -355,8 +360,15 @@ fn run_case(kind: Kind, case: &'static str, sdk: Sdk) -> Result<(), Failed> {
     let run = CaseRun::parse(&out.stdout);
     let checked = if !out.success() || run.ok.is_none() || !run.errors.is_empty() {
         Err("the case program failed".to_owned())
-    } else if !run.receive_errors.is_empty() {
-        Err(format!("receives failed: {:?}", run.receive_errors))
+    } else if let Some(failed) = run
+        .receive_errors
+        .iter()
+        .find(|e| !e.contains(SETTINGS_RACE))
+    {
+        Err(format!(
+            "a receive failed: {failed} (all: {:?})",
+            run.receive_errors
+        ))
     } else {
         check(case, &run)
     };

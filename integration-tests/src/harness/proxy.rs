@@ -84,6 +84,8 @@ impl ApacheProxy {
             .env_remove("NAMESRV_ADDR")
             .readiness(Readiness::Connect(ports[0].addr()));
         spec.ready_timeout = PROXY_READY;
+        // Its shutdown hook takes 10 s and more; nothing of it is needed once a test is done.
+        spec.stop_grace = Duration::from_secs(3);
         spec = spec
             .args(["-Xms256m", "-Xmx512m", "-XX:+UseSerialGC"])
             .arg("-Djava.net.preferIPv4Stack=true")
