@@ -15,6 +15,8 @@
 //!   settings (the auth tests).
 //! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); the result lines
 //!   they share with `rust_client`.
+//! - `grpc`: the official gRPC SDKs' case programs (Java, Go, Python) run against Apache's proxy
+//!   (`harness::proxy`), and the result lines they share.
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 //! - `client_suite`: the scenarios every non-Java client must pass.
 //! - `timer_deliveries`: the deliveries of 5.x timer messages a Java consumer printed: early,
@@ -42,6 +44,7 @@ pub mod drill;
 pub mod driver;
 pub mod flood;
 pub mod go;
+pub mod grpc;
 pub mod harness;
 pub mod java;
 pub mod machine;

@@ -89,6 +89,36 @@ impl ApacheBroker {
         extra: &[(&str, &str)],
         conf_files: &[(&str, &str)],
     ) -> Self {
+        Self::launch(version, namesrv, role, id, extra, conf_files, &[])
+    }
+
+    /// [`start`](Self::start) with more JVM flags after the defaults (a later `-Xmx` or
+    /// `-XX:MaxDirectMemorySize` wins): a broker serving POP through the proxy needs more than
+    /// 256 MB of direct memory (5.3.3 gives each pull thread a 4 MB direct buffer, and runs out:
+    /// `OutOfMemoryError: Cannot reserve 4259840 bytes of direct buffer memory`).
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    pub fn start_with_jvm_flags(
+        version: &str,
+        namesrv: &str,
+        role: &str,
+        id: i64,
+        extra: &[(&str, &str)],
+        jvm_flags: &[&str],
+    ) -> Self {
+        Self::launch(version, namesrv, role, id, extra, &[], jvm_flags)
+    }
+
+    fn launch(
+        version: &str,
+        namesrv: &str,
+        role: &str,
+        id: i64,
+        extra: &[(&str, &str)],
+        conf_files: &[(&str, &str)],
+        jvm_flags: &[&str],
+    ) -> Self {
         let dist = apache_dist(version).unwrap_or_else(|e| panic!("{e}"));
         let (classpath, mut rocketmq_home) = (dist.classpath, dist.home);
         let dir = TestDir::new(&format!("apache-{version}-{}", role.to_lowercase()));
@@ -147,7 +177,7 @@ impl ApacheBroker {
         .readiness(Readiness::Connect(ports[2].addr()));
         spec.ready_timeout = APACHE_READY;
         spec.stop_grace = APACHE_STOP_GRACE;
-        for flag in BROKER_JVM_FLAGS {
+        for flag in BROKER_JVM_FLAGS.iter().chain(jvm_flags) {
             spec = spec.arg(flag);
         }
         spec = spec
@@ -226,5 +256,61 @@ impl ApacheBroker {
             log.display(),
             lines[lines.len().saturating_sub(40)..].join("\n")
         )
+    }
+}
+
+/// Apache RocketMQ's own name server (`org.apache.rocketmq.namesrv.NamesrvStartup`, resolved with
+/// the broker by [`apache_dist`]): `listenPort` a reserved loopback port, `bindAddress`
+/// 127.0.0.1, `user.home` (its logs) and KV config in a temp dir. For tests whose reference run is
+/// all Apache (the proxy tests). Killed when dropped.
+#[derive(Debug)]
+pub struct ApacheNamesrv {
+    /// The JVM.
+    pub process: ChildProcess,
+    port: u16,
+}
+
+impl ApacheNamesrv {
+    /// Starts Apache's name server `version`; returns once it accepts connections.
+    ///
+    /// # Panics
+    /// When it cannot be resolved or does not start.
+    #[must_use]
+    pub fn start(version: &str) -> Self {
+        let dist = apache_dist(version).unwrap_or_else(|e| panic!("{e}"));
+        let dir = TestDir::new(&format!("apache-{version}-namesrv"));
+        let ports = vec![ports::reserve()];
+        let port = ports[0].port();
+        let home = dir.path().join("home");
+        fs::create_dir_all(&home).unwrap();
+        let conf = format!(
+            "listenPort={port}\nbindAddress=127.0.0.1\nkvConfigPath={}\n",
+            dir.path().join("kvConfig.json").display()
+        );
+        let conf_path = dir.path().join("namesrv.conf");
+        fs::write(&conf_path, conf).unwrap();
+        let mut spec = ProcessSpec::new(&format!("apache-namesrv-{version}"), java_binary())
+            .env("ROCKETMQ_HOME", &dist.home)
+            .readiness(Readiness::Connect(ports[0].addr()));
+        spec.ready_timeout = APACHE_READY;
+        spec = spec
+            .args(["-Xms128m", "-Xmx128m", "-XX:+UseSerialGC"])
+            .arg("-Djava.net.preferIPv4Stack=true")
+            .arg(format!("-Duser.home={}", home.display()))
+            .arg("-cp")
+            .arg(&dist.classpath)
+            .arg("org.apache.rocketmq.namesrv.NamesrvStartup")
+            .arg("-c")
+            .arg(&conf_path);
+        ApacheNamesrv {
+            process: ChildProcess::start(spec, dir, ports),
+            port,
+        }
+    }
+
+    /// `127.0.0.1:port`.
+    #[must_use]
+    pub fn addr(&self) -> String {
+        format!("127.0.0.1:{}", self.port)
     }
 }

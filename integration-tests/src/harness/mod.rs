@@ -11,7 +11,8 @@
 //! - [`broker`]: a running `mqbroker` ([`BrokerProcess`]) and what tests ask a broker
 //!   ([`ha_status`], [`registered_ids`], ...).
 //! - [`apache`]: Apache RocketMQ's own broker, registered with our name server
-//!   ([`ApacheBroker`]).
+//!   ([`ApacheBroker`]), and its own name server ([`ApacheNamesrv`]).
+//! - [`proxy`]: Apache RocketMQ's proxy in cluster mode, for the gRPC SDKs ([`ApacheProxy`]).
 //! - [`ha_pair`]: a name server and a master/slave pair ([`HaPair`]), identical stores.
 //! - [`cluster`]: the cluster a client test talks to ([`TestCluster`]), ours or an external one.
 //! - [`mqadmin`](mod@mqadmin): our `mqadmin` as a command ([`MqadminOutput`], [`create_topic`]).
@@ -29,10 +30,11 @@ pub mod ha_pair;
 pub mod mqadmin;
 pub mod namesrv;
 pub mod output;
+pub mod proxy;
 pub mod tools;
 pub mod wait;
 
-pub use apache::ApacheBroker;
+pub use apache::{ApacheBroker, ApacheNamesrv};
 pub use broker::{
     BrokerProcess, HA_BROKER_NAME, HaStatus, broker_has_topic, ha_status, registered_ids,
     wait_caught_up,
@@ -45,4 +47,5 @@ pub use ha_pair::{HaPair, compare_store_files};
 pub use mqadmin::{MqadminOutput, create_topic, mqadmin, update_topic};
 pub use namesrv::NamesrvProcess;
 pub use output::ChildOutput;
+pub use proxy::ApacheProxy;
 pub use wait::wait_until;

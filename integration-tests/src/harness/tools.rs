@@ -1,6 +1,6 @@
 //! The tools integration tests run besides cargo — Java (the official clients and `mqadmin`,
 //! Apache RocketMQ's broker), Maven (builds the Java programs, fetches Apache RocketMQ), Go
-//! (the Go client programs) — and the one place that decides what a test does when one is
+//! (the Go client programs), Python (the Python gRPC SDK's program) — and the one place that decides what a test does when one is
 //! missing: under `make it` (`SLUICE_REQUIRE_TOOLS=1`) it fails, naming the tool; otherwise
 //! (`make unit`, a plain `cargo test`) it is skipped, with a line on stderr saying which tool
 //! it needed.
@@ -32,6 +32,8 @@ pub enum Tool {
     Maven,
     /// `go` on `PATH`.
     Go,
+    /// `python3` on `PATH` (with its `venv` module): the Python gRPC SDK's programs.
+    Python,
 }
 
 impl Tool {
@@ -42,25 +44,31 @@ impl Tool {
             Tool::Java => "java",
             Tool::Maven => "mvn",
             Tool::Go => "go",
+            Tool::Python => "python3",
         }
     }
 
     /// Where it is, when it is installed (looked up once per process).
     #[must_use]
     pub fn path(self) -> Option<&'static Path> {
-        static FOUND: [OnceLock<Option<PathBuf>>; 3] =
-            [OnceLock::new(), OnceLock::new(), OnceLock::new()];
+        static FOUND: [OnceLock<Option<PathBuf>>; 4] = [
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+            OnceLock::new(),
+        ];
         let slot = match self {
             Tool::Java => &FOUND[0],
             Tool::Maven => &FOUND[1],
             Tool::Go => &FOUND[2],
+            Tool::Python => &FOUND[3],
         };
         slot.get_or_init(|| {
             let java_home = match self {
                 Tool::Java => env::var_os("JAVA_HOME")
                     .map(|h| Path::new(&h).join("bin").join("java"))
                     .filter(|p| p.is_file()),
-                Tool::Maven | Tool::Go => None,
+                Tool::Maven | Tool::Go | Tool::Python => None,
             };
             java_home.or_else(|| on_path(self.command()))
         })
@@ -80,6 +88,7 @@ impl fmt::Display for Tool {
             Tool::Java => "Java",
             Tool::Maven => "Maven",
             Tool::Go => "Go",
+            Tool::Python => "Python",
         })
     }
 }
