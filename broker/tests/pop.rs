@@ -574,3 +574,53 @@ async fn a_priority_topic_is_popped_highest_priority_first() {
     assert_eq!(order, sorted, "queues popped highest first: {order:?}");
     b.stop().await;
 }
+
+#[tokio::test]
+async fn a_held_pop_after_a_revive_is_still_answered() {
+    let b = started().await;
+    let first = pop_until(&b, 1, 1000, Duration::from_secs(3)).await;
+    assert_eq!(first.len(), 1);
+    let back = pop_until(&b, 1, 60_000, Duration::from_secs(10)).await;
+    assert_eq!(back.len(), 1, "revived");
+    assert_eq!(ack(&b, &back[0]).await.code(), 0);
+    for poll in [3000, 3000] {
+        let started = Instant::now();
+        let r = b
+            .client
+            .invoke(
+                &b.addr,
+                pop_request(-1, 32, 60_000, poll),
+                Duration::from_secs(10),
+            )
+            .await;
+        let took = started.elapsed();
+        let r = r.unwrap_or_else(|e| panic!("held pop not answered in 10 s ({e}) after {took:?}"));
+        assert_eq!(r.code(), ResponseCode::PollingTimeout.code());
+        assert!(took < Duration::from_secs(4), "{took:?}");
+    }
+    b.stop().await;
+}
+
+#[tokio::test]
+async fn a_held_pop_without_a_born_time_times_out_at_its_poll_time() {
+    // Apache's proxy sends bornTime=0: the poll time counts from the pop's arrival, not
+    // from each run of the held pop.
+    let b = started().await;
+    let _ = pop_until(&b, 1, 60_000, Duration::from_secs(3)).await;
+    let mut r = pop_request(-1, 32, 60_000, 1500);
+    r.header.ext_fields.insert("bornTime", "0");
+    let (client, addr) = (b.client.clone(), b.addr.clone());
+    let held = tokio::spawn(async move {
+        let started = Instant::now();
+        let r = client.invoke(&addr, r, Duration::from_secs(10)).await;
+        (started.elapsed(), r)
+    });
+    let (took, r) = held.await.unwrap();
+    let r = r.unwrap_or_else(|e| panic!("not answered: {e} after {took:?}"));
+    assert!(
+        took < Duration::from_millis(2500),
+        "a 1.5 s poll answered after {took:?} (code {})",
+        r.code()
+    );
+    b.stop().await;
+}

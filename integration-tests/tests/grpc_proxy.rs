@@ -68,26 +68,8 @@ const PROXY_SETTINGS: [(&str, i64); 2] = [
 /// the Python SDK): the receive is retried by the program, so it is no failure.
 const SETTINGS_RACE: &str = "\"settings\" is null";
 
-/// Why a held POP fails on sluice (simple, transaction): see the report in `grpc/README.md`.
-const HELD_POP_UNANSWERED: &str = "a held POP_MESSAGE that finds nothing is never answered: the \
-    proxy's request times out (remoting.log: remove timeout request, responseCommand=null) and \
-    the SDK's receive fails with DEADLINE_EXCEEDED";
-/// Why FIFO fails on sluice.
-const NO_ORDERLY_POP: &str = "POP with order=true (FIFO group) refused: \"pop orderly \
-    (order=true) is not supported by this broker yet\" (50001 through the proxy)";
-
 /// `<case>_<sdk>` cases that fail on sluice, with why; they run with `--ignored`.
-const IGNORED_ON_SLUICE: &[(&str, &str)] = &[
-    ("fifo_java", NO_ORDERLY_POP),
-    ("fifo_go", NO_ORDERLY_POP),
-    ("fifo_python", NO_ORDERLY_POP),
-    ("transaction_java", HELD_POP_UNANSWERED),
-    ("transaction_go", HELD_POP_UNANSWERED),
-    ("transaction_python", HELD_POP_UNANSWERED),
-    ("simple_java", HELD_POP_UNANSWERED),
-    ("simple_go", HELD_POP_UNANSWERED),
-    ("simple_python", HELD_POP_UNANSWERED),
-];
+const IGNORED_ON_SLUICE: &[(&str, &str)] = &[];
 
 // ------------------------------------------------------------------------------- the systems
 

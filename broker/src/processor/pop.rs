@@ -73,11 +73,24 @@ impl std::fmt::Debug for Popped {
 }
 
 /// Handles a pop from the network.
-pub fn process(pop: &Arc<PopService>, channel: &Channel, request: RemotingCommand) -> Reply {
+pub fn process(pop: &Arc<PopService>, channel: &Channel, mut request: RemotingCommand) -> Reply {
+    stamp_born_time(&mut request);
     match execute(pop, channel, &request) {
         Popped::Now(r) => Reply::Now(r),
         Popped::Later(f) => Reply::later(async move { Some(f.await) }),
         Popped::Held => Reply::Nothing,
+    }
+}
+
+/// Fills a missing or `0` `bornTime` with now, in the request itself (as RocketMQ
+/// does): a held request is run again with the same fields, and its poll time counts
+/// from its arrival, not from each run (Apache's proxy sends `bornTime=0`).
+pub fn stamp_born_time(request: &mut RemotingCommand) {
+    if request.ext("bornTime").is_none_or(|b| b == "0") {
+        request
+            .header
+            .ext_fields
+            .insert("bornTime", crate::clock::now_ms().to_string());
     }
 }
 

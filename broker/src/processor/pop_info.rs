@@ -152,7 +152,9 @@ fn has_message(pop: &PopService, h: &NotificationRequestHeader) -> bool {
 
 /// NOTIFICATION: `hasMsg` now, or once a message arrives before the poll time.
 pub fn notification(pop: &Arc<PopService>, channel: &Channel, request: &RemotingCommand) -> Reply {
-    match notification_inner(pop, channel, request, true) {
+    let mut request = request.clone();
+    super::pop::stamp_born_time(&mut request);
+    match notification_inner(pop, channel, &request, true) {
         Ok(Some(r)) => Reply::Now(r),
         Ok(None) => Reply::Nothing,
         Err(refusal) => Reply::Now(refusal.into_response()),
