@@ -7,9 +7,9 @@
 //!
 //! Every delivery is counted by the message's `UNIQ_KEY`: the run is consumed once every
 //! message of the backlog has been acked, and a message delivered again (after its ack
-//! succeeded, or at all) is a redelivery. The consumers keep popping for a while after
-//! that (the linger), longer than the invisible time plus the broker's revive latency, so
-//! that an ack the broker lost would show as a redelivery.
+//! succeeded, or at all) is a redelivery. The caller lets the consumers keep popping for a
+//! while after that (the linger), longer than the invisible time plus the broker's revive
+//! latency, so that an ack the broker lost would show as a redelivery.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
@@ -156,7 +156,8 @@ pub fn start(load: PopLoad) -> Result<Running, String> {
         .enable_all()
         .build()
         .map_err(|e| format!("pop load runtime: {e}"))?;
-    let expect = usize::try_from(load.expect).unwrap_or(0);
+    // Room for the backlog (a warm-up expects no end: room for a few seconds of it).
+    let expect = usize::try_from(load.expect.min(1 << 20)).unwrap_or(0);
     let shared = Arc::new(Shared {
         client: RemotingClient::default(),
         stop: AtomicBool::new(false),
@@ -200,12 +201,16 @@ impl Running {
         }
     }
 
-    /// Keeps the consumers popping for `linger`, stops them (held pops are abandoned) and
-    /// returns the figures.
-    #[must_use]
-    pub fn finish(self, linger: Duration) -> PopOutcome {
-        std::thread::sleep(linger);
+    /// Asks the consumers to stop after their current pop and its acks.
+    pub fn stop(&self) {
         self.shared.stop.store(true, Ordering::Relaxed);
+    }
+
+    /// Stops the consumers (a pop still held after its poll time and some is abandoned)
+    /// and returns the figures.
+    #[must_use]
+    pub fn finish(self) -> PopOutcome {
+        self.stop();
         let grace = Duration::from_millis(u64::try_from(self.shared.load.poll_ms).unwrap_or(0))
             + Duration::from_secs(5);
         self.runtime.block_on(async {

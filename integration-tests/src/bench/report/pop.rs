@@ -23,6 +23,10 @@ pub(super) fn rows(workload: &Workload) -> Vec<Row> {
         row("fill_tps", "fill messages/s (batches of 16)"),
         row("consume_tps", "consumed messages/s"),
         row("consume_secs", "consumption seconds"),
+        row(
+            "passes",
+            "passes over the backlog (a fresh group each, until ≥ the measured time)",
+        ),
         row("delivered", "messages delivered"),
     ];
     let tail = [
@@ -189,19 +193,27 @@ pub(super) fn section(md: &mut String, r: &Results, notes: Option<&str>) {
          long-polling pull loop per queue (8 pulls in flight), no offset commits.\n\
          - **POP** (`pop-consume`, `pop-consume-batch-ack`): {POP_CONSUMERS} consumers in the \
          driver's process (integration-tests/src/bench/pop_load.rs, over one connection), each \
-         popping the whole topic (queue −1, `maxMsgNums` {POP_BATCH}) and acking every message \
-         before its next pop: one ACK_MESSAGE per message, all of a pop's in flight at once (as \
-         the Java push consumer's consume threads and the proxy send them), or one \
-         BATCH_ACK_MESSAGE per pop. *Consumed messages/s* is the backlog over the time from the \
-         first pop to the answer of the ack of its last message. Every delivery is counted by \
-         `UNIQ_KEY`; after the last ack the consumers keep popping for the invisible time plus \
-         15 s (the *linger*), so an acked message the broker handed out again would be counted. \
-         The linger's broker CPU is the deferred cost of the acks: the timer delivering the \
-         checkpoints and acks into the revive queues and the revive service reading them.\n\
-         - Broker CPU per million messages is over the consumption alone; the load generator's \
-         is `mqbench`'s for PULL and the driver's own for POP. The machine has **2 vCPUs shared \
+         popping the whole topic (queue −1, `maxMsgNums` {POP_BATCH}) and \
+         acking every message before its next pop: one ACK_MESSAGE per message, all of a pop's \
+         in flight at once (as the Java push consumer's consume threads and the proxy send \
+         them), or one BATCH_ACK_MESSAGE per pop.\n\
+         - Each run first warms up with the same load (a group of its own), then consumes the \
+         whole backlog with a fresh group, and again with another while the consumption so \
+         far is shorter than the measured time (up to 20 passes; sluice pulls a million \
+         messages in about a second). *Consumed messages/s* is the messages of all passes over \
+         the sum of their times, a POP pass timed from its first pop to the answer of the ack \
+         of its last message. The warm-up's checkpoints come due during the measured passes: \
+         the revive work of earlier pops runs beside the pops, as it does in a steady state.\n\
+         - Every POP delivery is counted by `UNIQ_KEY`; after the last pass every pass's \
+         consumers keep popping for the invisible time plus 15 s (the *linger*), so an \
+         acked message handed out again would be counted. The linger's broker CPU is the rest \
+         of the deferred cost of the acks: the timer delivering the checkpoints and acks into \
+         the revive queues and the revive service reading them.\n\
+         - Broker CPU per million messages is over the measured passes; the load generator's is \
+         `mqbench`'s for PULL and the driver's own for POP. The machine has **2 vCPUs shared \
          with other work** (the load average before each run is in the tables); load generator \
-         and broker share them.\n\n"
+         and broker share them. Warm-up, measured time, invisible time and linger are on \
+         each table's settings line.\n\n"
     );
     md.push_str(
         "```sh\n\
