@@ -13,6 +13,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{DefaultHasher, Hash, Hasher};
+use std::io::Write as _;
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
@@ -55,6 +57,8 @@ pub struct PopLoad {
     pub ack: AckMode,
     /// Messages of the backlog: consumed once this many distinct ones are acked.
     pub expect: u64,
+    /// Where a progress line goes every second.
+    pub progress: Option<PathBuf>,
 }
 
 /// What one delivery-tracked message went through.
@@ -174,9 +178,13 @@ pub fn start(load: PopLoad) -> Result<Running, String> {
         consumed: OnceLock::new(),
         load,
     });
-    let tasks = (0..shared.load.consumers.max(1))
+    let mut tasks: Vec<_> = (0..shared.load.consumers.max(1))
         .map(|_| runtime.spawn(consume(Arc::clone(&shared))))
         .collect();
+    if let Some(path) = shared.load.progress.clone() {
+        let file = std::fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        tasks.push(runtime.spawn(report(Arc::clone(&shared), file)));
+    }
     Ok(Running {
         runtime,
         shared,
@@ -185,16 +193,21 @@ pub fn start(load: PopLoad) -> Result<Running, String> {
 }
 
 impl Running {
-    /// Waits until the backlog is consumed (every message acked) or `timeout` passes;
-    /// returns the time from the start, or `None` at the timeout.
+    /// Waits until the backlog is consumed (every message acked), `timeout` passes, or no
+    /// message is acked for `stall`; returns the time from the start, or `None`.
     #[must_use]
-    pub fn wait_consumed(&self, timeout: Duration) -> Option<Duration> {
+    pub fn wait_consumed(&self, timeout: Duration, stall: Duration) -> Option<Duration> {
         let deadline = Instant::now() + timeout;
+        let (mut acked, mut moved) = (0, Instant::now());
         loop {
             if let Some(d) = self.shared.consumed.get() {
                 return Some(*d);
             }
-            if Instant::now() >= deadline {
+            let now = self.shared.tally().acked_unique;
+            if now != acked {
+                (acked, moved) = (now, Instant::now());
+            }
+            if Instant::now() >= deadline || moved.elapsed() >= stall {
                 return None;
             }
             std::thread::sleep(Duration::from_millis(5));
@@ -241,6 +254,31 @@ impl Running {
             pop_ms,
             ack_ms,
         }
+    }
+}
+
+/// A line a second: acked, delivered, redelivered, errors.
+async fn report(s: Arc<Shared>, mut file: std::fs::File) {
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.tick().await;
+    while !s.stop.load(Ordering::Relaxed) {
+        tick.tick().await;
+        let line = {
+            let t = s.tally();
+            format!(
+                "[{:>5.0}s] acked {} of {}, delivered {}, redelivered {} ({} after an ack), pops {} ({} empty), errors {}\n",
+                s.started.elapsed().as_secs_f64(),
+                t.acked_unique,
+                s.load.expect,
+                t.delivered,
+                t.redelivered,
+                t.redelivered_acked,
+                s.pops.load(Ordering::Relaxed),
+                s.empty_pops.load(Ordering::Relaxed),
+                t.errors.values().sum::<u64>()
+            )
+        };
+        let _ = file.write_all(line.as_bytes());
     }
 }
 

@@ -582,7 +582,7 @@ fn run_inner(
 pub(super) struct Bench<'a> {
     programs: &'a Programs,
     namesrv: String,
-    log_dir: PathBuf,
+    pub(super) log_dir: PathBuf,
 }
 
 impl Bench<'_> {

@@ -39,6 +39,8 @@ const FILL_BATCH: u64 = 16;
 const POLL_MS: i64 = 1000;
 /// The longest a consumption may take.
 const CONSUME_TIMEOUT: Duration = Duration::from_secs(1800);
+/// A POP consumption that acks nothing for this long has failed.
+const STALL: Duration = Duration::from_secs(60);
 
 /// Fills the backlog of the plan's size; returns the messages stored.
 fn backlog(
@@ -74,6 +76,11 @@ fn backlog(
         "backlog".to_owned(),
         format!("{} messages of 1 KiB on {QUEUES} queues", plan.pop_messages),
     );
+    if let Some(root) = cluster.store_dir().and_then(std::path::Path::parent) {
+        result
+            .params
+            .insert("store under".to_owned(), root.display().to_string());
+    }
     if stored <= 0.0 {
         return Err("the fill stored no message".to_owned());
     }
@@ -176,6 +183,7 @@ pub(super) fn pop_consume(
         addr: cluster.master.addr.clone(),
         broker_name: BROKER_NAME.to_owned(),
         topic: TOPIC.to_owned(),
+        progress: Some(bench.log_dir.join(format!("pop-{group}.log"))),
         group,
         consumers: CONSUMERS,
         max: BATCH,
@@ -185,7 +193,7 @@ pub(super) fn pop_consume(
         expect,
     };
     let warmup = pop_load::start(load(format!("{prefix}_warmup"), u64::MAX))?;
-    let _ = warmup.wait_consumed(Duration::from_secs(plan.warmup_secs));
+    let _ = warmup.wait_consumed(Duration::from_secs(plan.warmup_secs), STALL);
     let warmed = warmup.finish();
     for (kind, n) in &warmed.errors {
         *result
@@ -200,7 +208,7 @@ pub(super) fn pop_consume(
     let mut unfinished = None;
     while passes.is_empty() || another_pass(plan, passes.len(), took) {
         let running = pop_load::start(load(format!("{prefix}_{}", passes.len()), expect))?;
-        let consumed = running.wait_consumed(CONSUME_TIMEOUT);
+        let consumed = running.wait_consumed(CONSUME_TIMEOUT, STALL);
         passes.push(running);
         match consumed {
             Some(d) => took += d.as_secs_f64(),
@@ -285,7 +293,7 @@ pub(super) fn pop_consume(
     );
     if let Some(pass) = unfinished {
         return Err(format!(
-            "pass {pass}: {} of {expect} messages acked in {CONSUME_TIMEOUT:?}",
+            "pass {pass}: {} of {expect} messages acked (nothing acked for {STALL:?}, or {CONSUME_TIMEOUT:?} passed)",
             outcomes[pass].acked
         ));
     }
