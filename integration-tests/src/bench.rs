@@ -11,7 +11,8 @@
 //! cargo run --release -p integration-tests --bin bench -- --scenario timer-lateness,timer-1m \
 //!     --merge docs/bench/results.json                                 # new scenarios, old tables kept
 //! cargo run --release -p integration-tests --bin bench -- \
-//!     --scenario pull-consume,pop-consume,pop-consume-batch-ack --merge docs/bench/results.json
+//!     --scenario pull-consume,pop-consume,pop-consume-batch-ack --store-root /dev/shm \
+//!     --merge docs/bench/results.json
 //! ```
 //!
 //! Layout:

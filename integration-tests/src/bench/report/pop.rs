@@ -218,7 +218,8 @@ pub(super) fn section(md: &mut String, r: &Results, notes: Option<&str>) {
     md.push_str(
         "```sh\n\
          cargo run --release -p integration-tests --bin bench -- \\\n    \
-         --scenario pull-consume,pop-consume,pop-consume-batch-ack --repeat 3 --merge docs/bench/results.json\n\
+         --scenario pull-consume,pop-consume,pop-consume-batch-ack --repeat 3 --store-root /dev/shm \\\n    \
+         --merge docs/bench/results.json\n\
          ```\n\n",
     );
     md.push_str("| target | measured (medians) | |\n|---|---|---|\n");
