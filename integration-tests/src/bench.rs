@@ -10,6 +10,9 @@
 //! cargo run --release -p integration-tests --bin bench -- --render target/bench/<run>/results.json
 //! cargo run --release -p integration-tests --bin bench -- --scenario timer-lateness,timer-1m \
 //!     --merge docs/bench/results.json                                 # new scenarios, old tables kept
+//! cargo run --release -p integration-tests --bin bench -- \
+//!     --scenario pull-consume,pop-consume,pop-consume-batch-ack --store-root /dev/shm \
+//!     --merge docs/bench/results.json
 //! ```
 //!
 //! Layout:
@@ -17,6 +20,7 @@
 //! - `scenario`: the scenarios and one run of one.
 //! - `machine`: the disk's write ceiling, criterion results.
 //! - `timer`: the timer-message scenarios (issue 14).
+//! - `pop_load`: the POP consumers of the consumption scenarios (issue 16), in-process.
 //!
 //! Shared with the reliability driver: [`crate::procs`] (child processes killed on drop, panic
 //! and Ctrl-C; CPU and `RssAnon` from `/proc`), [`crate::machine`] (the machine description),
@@ -27,6 +31,7 @@
 
 pub mod cluster;
 pub mod machine;
+pub mod pop_load;
 pub mod report;
 pub mod scenario;
 
@@ -83,6 +88,9 @@ pub struct Cli {
     /// Note closing the timer section (default docs/bench/timer-notes.md when present).
     #[arg(long)]
     pub timer_notes: Option<PathBuf>,
+    /// Note closing the POP section (default docs/bench/pop-notes.md when present).
+    #[arg(long)]
+    pub pop_notes: Option<PathBuf>,
     /// Add this run's results to those of a results.json (its runs of the scenarios run
     /// now are replaced) and write the report from both: new scenarios without rerunning
     /// the others. Each merged run says when and with which build it ran.
@@ -127,18 +135,21 @@ fn chart_and_report(
     chart_dir: &Path,
     notes: Option<&Path>,
     timer_notes: Option<&Path>,
+    pop_notes: Option<&Path>,
 ) -> Result<(), String> {
     let charts = report::write_charts(results, chart_dir)?;
     let report_parent = report_path.parent().unwrap_or(Path::new("."));
     let rel = pathdiff(chart_dir, report_parent);
     let notes_text = notes.and_then(|p| fs::read_to_string(p).ok());
     let timer_text = timer_notes.and_then(|p| fs::read_to_string(p).ok());
+    let pop_text = pop_notes.and_then(|p| fs::read_to_string(p).ok());
     let md = report::markdown(
         results,
         &rel,
         &charts,
         notes_text.as_deref(),
         timer_text.as_deref(),
+        pop_text.as_deref(),
     );
     fs::write(report_path, md).map_err(|e| format!("{}: {e}", report_path.display()))?;
     eprintln!(
@@ -183,6 +194,11 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         .timer_notes
         .clone()
         .or_else(|| default_timer_notes.is_file().then_some(default_timer_notes));
+    let default_pop_notes = root.join("docs").join("bench").join("pop-notes.md");
+    let pop_notes = cli
+        .pop_notes
+        .clone()
+        .or_else(|| default_pop_notes.is_file().then_some(default_pop_notes));
     if let Some(path) = &cli.render {
         let results = Results::load(path)?;
         let report_path = cli
@@ -199,6 +215,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
             &charts,
             notes.as_deref(),
             timer_notes.as_deref(),
+            pop_notes.as_deref(),
         )?;
         return Ok(0);
     }
@@ -402,11 +419,13 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         &chart_dir,
         notes.as_deref(),
         timer_notes.as_deref(),
+        pop_notes.as_deref(),
     )?;
     println!("results: {}", results_path.display());
     for g in report::goals(&results)
         .into_iter()
         .chain(report::timer::goals(&results))
+        .chain(report::pop::goals(&results))
     {
         println!(
             "{:<10} {} — {}",
@@ -454,6 +473,9 @@ fn headline(m: &BTreeMap<String, f64>) -> String {
         ("enqueue_rate", "timers enqueued/s"),
         ("recovery_answer_secs", "s to recover"),
         ("pending_missing", "timers missing"),
+        ("consume_tps", "consumed msg/s"),
+        ("redelivered_acked", "acked redelivered"),
+        ("redelivered", "redelivered"),
         ("cpu_master_s_per_m", "CPU s/M"),
         ("rss_peak_master_mib", "RssAnon MiB"),
         ("errors", "errors"),

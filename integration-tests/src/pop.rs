@@ -1,12 +1,16 @@
 //! POP over the remoting protocol as a RocketMQ 5 client does it
 //! (`MQClientAPIImpl.popMessageAsync` / `ackMessageAsync`): the requests, and the
-//! messages of a response with the receipts a client builds from its header.
+//! messages of a response with the receipts a client builds from its header, and the acks
+//! (one ACK_MESSAGE per message, or one BATCH_ACK_MESSAGE of many).
 
 use message::properties;
+use message::properties::keys::UNIQ_KEY;
 use message::record::{self, Record};
+use remoting::fastjson::{self, KeyStyle};
 use remoting::protocol::pop::{
-    AckMessageRequestHeader, ExtraInfo, POP_CK, PopMessageRequestHeader, PopMessageResponseHeader,
-    RetryFlag, parse_msg_offset_info, parse_start_offset_info,
+    AckMessageRequestHeader, BatchAckMessageRequestBody, ExtraInfo, POP_CK,
+    PopMessageRequestHeader, PopMessageResponseHeader, RetryFlag, parse_msg_offset_info,
+    parse_start_offset_info,
 };
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
@@ -25,6 +29,8 @@ pub struct PoppedMessage {
     pub body: Vec<u8>,
     /// Deliveries before this one.
     pub reconsume_times: i32,
+    /// The producer's message id (`UNIQ_KEY`), kept by a redelivery.
+    pub uniq_key: Option<String>,
 }
 
 /// A POP_MESSAGE of `group` on `topic` (queue −1: every queue), TAG `*`, init mode MIN.
@@ -110,6 +116,7 @@ pub fn popped(
             extra,
             body: m.body.to_vec(),
             reconsume_times: m.reconsume_times,
+            uniq_key: properties::get(&props, UNIQ_KEY).map(str::to_owned),
         });
     }
     Ok(out)
@@ -128,4 +135,22 @@ pub fn ack_request(group: &str, m: &PoppedMessage) -> RemotingCommand {
             offset: m.offset,
         },
     )
+}
+
+/// A BATCH_ACK_MESSAGE of `messages` of `topic` (the original topic, as the 5.3.3 client
+/// names it: each handle's retry flag says which topic was read), grouped by pop and queue.
+///
+/// # Errors
+/// A handle without a queue offset at or above its checkpoint's start, or a body that does
+/// not encode.
+pub fn batch_ack_request(
+    group: &str,
+    topic: &str,
+    messages: &[PoppedMessage],
+) -> Result<RemotingCommand, String> {
+    let handles: Vec<ExtraInfo> = messages.iter().map(|m| m.extra.clone()).collect();
+    let body = BatchAckMessageRequestBody::from_handles(group, topic, &handles)
+        .map_err(|e| e.to_string())?;
+    let bytes = fastjson::to_vec(&body, KeyStyle::Fastjson).map_err(|e| e.to_string())?;
+    Ok(RemotingCommand::request(RequestCode::BatchAckMessage).with_body(bytes))
 }

@@ -322,6 +322,13 @@ pub fn cpu_seconds(pid: u32) -> Option<f64> {
     stat_cpu_seconds(&format!("/proc/{pid}/stat"), 14, 15)
 }
 
+/// User + system CPU seconds of this process so far (`/proc/self/stat` utime + stime): a
+/// load generated in the driver's own threads.
+#[must_use]
+pub fn own_cpu_seconds() -> f64 {
+    stat_cpu_seconds("/proc/self/stat", 14, 15).unwrap_or(0.0)
+}
+
 /// User + system CPU seconds of this process's children that have exited and been waited
 /// for (`/proc/self/stat` cutime + cstime): the load generator's, once an `mqbench` run ends.
 #[must_use]

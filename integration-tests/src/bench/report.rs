@@ -1,6 +1,7 @@
 //! Results: the JSON written after every run, medians with min–max, the goals of issue 7,
 //! BENCHMARKS.md and its SVG charts.
 
+pub mod pop;
 pub mod timer;
 
 use std::collections::BTreeMap;
@@ -161,6 +162,7 @@ fn workload_rows(scenario: &Scenario) -> Vec<Row> {
             row("cpu_master_pct", "broker CPU % (of one core)"),
         ],
         Workload::TimerLateness | Workload::TimerPending => timer::rows(&scenario.workload),
+        Workload::PullConsume | Workload::PopConsume { .. } => pop::rows(&scenario.workload),
         Workload::SqlFilter { .. } => vec![
             row("backlog_mib", "backlog MiB (bodies)"),
             row("fill_tps", "fill messages/s (batches of 16)"),
@@ -620,6 +622,7 @@ pub fn markdown(
     charts: &[String],
     notes: Option<&str>,
     timer_notes: Option<&str>,
+    pop_notes: Option<&str>,
 ) -> String {
     let mut md = String::new();
     let _ = writeln!(
@@ -714,13 +717,17 @@ pub fn markdown(
         }
     }
 
-    // Scenario tables (the timer scenarios have their own section above).
+    // Scenario tables (the timer and consumption scenarios have their own sections below).
     md.push_str("## Scenarios\n\n");
-    for sc in all().iter().filter(|sc| !timer::is_timer(sc)) {
+    for sc in all()
+        .iter()
+        .filter(|sc| !timer::is_timer(sc) && !pop::is_pop(sc))
+    {
         scenario_section(&mut md, r, sc);
     }
 
     timer::section(&mut md, r, timer_notes);
+    pop::section(&mut md, r, pop_notes);
 
     // Criterion.
     md.push_str("## Micro-benchmarks (criterion)\n\n");

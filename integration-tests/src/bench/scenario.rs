@@ -12,10 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::cluster::{CLUSTER, Cluster, Programs, System, Topology};
+use super::pop_load::AckMode;
 
+mod pop;
 mod sql;
 mod timer;
 use crate::procs::{Proc, RssSampler, children_cpu_seconds};
+pub use pop::{BATCH as POP_BATCH, CONSUMERS as POP_CONSUMERS};
 
 /// Durations and sizes of a whole run (`--quick` or full).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -54,6 +57,16 @@ pub struct Plan {
     /// ... spread over this many seconds.
     #[serde(default)]
     pub pending_window_secs: u64,
+    /// Backlog of the consumption scenarios (issue 16: 1 000 000 messages of 1 KiB).
+    #[serde(default)]
+    pub pop_messages: u64,
+    /// Invisible time of their pops, ms.
+    #[serde(default)]
+    pub pop_invisible_ms: i64,
+    /// How long the POP consumers keep popping after the last ack (longer than the
+    /// invisible time plus a revive), s.
+    #[serde(default)]
+    pub pop_linger_secs: u64,
 }
 
 impl Plan {
@@ -78,6 +91,9 @@ impl Plan {
             // Apache sends 1M timers at ~12k/s and restarts twice: all within 6 min.
             pending_lead_secs: 360,
             pending_window_secs: 120,
+            pop_messages: 1_000_000,
+            pop_invisible_ms: 20_000,
+            pop_linger_secs: 35,
         }
     }
 
@@ -99,6 +115,9 @@ impl Plan {
             pending_timers: 50_000,
             pending_lead_secs: 60,
             pending_window_secs: 20,
+            pop_messages: 20_000,
+            pop_invisible_ms: 5_000,
+            pop_linger_secs: 10,
         }
     }
 }
@@ -134,6 +153,13 @@ pub enum Workload {
     SqlFilter {
         /// Filters registered first (push consumers) rather than carried by the pulls.
         registered: bool,
+    },
+    /// A backlog read to its end by pulls of 32 (the baseline of the POP scenarios).
+    PullConsume,
+    /// A backlog popped (32 at a time) and acked to its end.
+    PopConsume {
+        /// One ACK_MESSAGE per message, or one BATCH_ACK_MESSAGE per pop.
+        ack: AckMode,
     },
 }
 
@@ -317,6 +343,34 @@ pub fn all() -> Vec<Scenario> {
             false,
             Workload::SqlFilter { registered: true },
         ),
+        s(
+            "pull-consume",
+            "Backlog consumed by PULL (32 a pull), the baseline of the POP scenarios",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::PullConsume,
+        ),
+        s(
+            "pop-consume",
+            "Backlog consumed by POP (32 a pop), one ACK_MESSAGE per message",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::PopConsume {
+                ack: AckMode::Single,
+            },
+        ),
+        s(
+            "pop-consume-batch-ack",
+            "Backlog consumed by POP (32 a pop), one BATCH_ACK_MESSAGE per pop",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::PopConsume {
+                ack: AckMode::Batch,
+            },
+        ),
         Scenario {
             // A long run (the timers fall due minutes later), so once.
             max_repeat: Some(1),
@@ -408,9 +462,12 @@ fn topology(scenario: &Scenario) -> Topology {
     let mut extra = vec![("defaultTopicQueueNums".to_owned(), QUEUES.to_string())];
     if matches!(
         scenario.workload,
-        Workload::TimerLateness | Workload::TimerPending
+        Workload::TimerLateness
+            | Workload::TimerPending
+            | Workload::PullConsume
+            | Workload::PopConsume { .. }
     ) {
-        // Apache's default too; said so both ways.
+        // Apache's default too; said so both ways (POP needs it; the pull baseline alike).
         extra.push(("timerWheelEnable".to_owned(), "true".to_owned()));
     }
     if matches!(scenario.workload, Workload::TimerPending) {
@@ -500,6 +557,8 @@ fn run_inner(
         Workload::SqlFilter { registered } => {
             sql::filtered_reads(&bench, &mut cluster, plan, *registered, result)
         }
+        Workload::PullConsume => pop::pull_consume(&bench, &mut cluster, plan, result),
+        Workload::PopConsume { ack } => pop::pop_consume(&bench, &mut cluster, plan, *ack, result),
     };
     if outcome.is_ok() && !cluster.all_running() {
         return Err(format!(
@@ -523,7 +582,7 @@ fn run_inner(
 pub(super) struct Bench<'a> {
     programs: &'a Programs,
     namesrv: String,
-    log_dir: PathBuf,
+    pub(super) log_dir: PathBuf,
 }
 
 impl Bench<'_> {
@@ -598,7 +657,7 @@ pub(super) fn add_errors(result: &mut RunResult, summary: &Value) {
 }
 
 /// Records the producer's figures under `prefix` (`""` or `fill_`).
-fn record_producer(result: &mut RunResult, prefix: &str, s: &Value) {
+pub(super) fn record_producer(result: &mut RunResult, prefix: &str, s: &Value) {
     let m = &mut result.metrics;
     m.insert(format!("{prefix}tps"), num(s, &["tps"]));
     m.insert(format!("{prefix}mb_s"), num(s, &["mb_per_sec"]));
