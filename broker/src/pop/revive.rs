@@ -205,16 +205,16 @@ fn scan(pop: &PopService, topic: &str, q: &mut QueueRevive) {
                 GetMessageStatus::OffsetTooSmall | GetMessageStatus::OffsetOverflowBadly
             ) {
                 // Expired from under us, or the queue was cut: go where it is.
-                q.next = super::super::processor::as_i64(r.next_begin_offset);
+                q.next = crate::processor::as_i64(r.next_begin_offset);
             }
             return;
         }
         let n = r.messages.len();
         for (bytes, offset) in r.messages.iter().zip(&r.queue_offsets) {
-            let offset = super::super::processor::as_i64(*offset);
+            let offset = crate::processor::as_i64(*offset);
             read_record(bytes, offset, &this_broker, q);
         }
-        q.next = super::super::processor::as_i64(r.next_begin_offset);
+        q.next = crate::processor::as_i64(r.next_begin_offset);
         if n < READ_BATCH {
             return;
         }

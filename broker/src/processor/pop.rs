@@ -32,7 +32,7 @@ use remoting::{Body, Channel, RemotingCommand, ResponseCode};
 use store::GetMessageStatus;
 
 use super::pull::property_filter_off;
-use super::{Refusal, success};
+use super::{Refusal, as_i64, success};
 use crate::broker::Broker;
 use crate::durability::Durable;
 use crate::filter::{SqlFilter, SubscriptionFilter, TagFilter, is_tag_type};
@@ -189,7 +189,7 @@ fn run(
         broker_name: config.broker_name.clone(),
         order,
     };
-    let random_q = random_below(100);
+    let random_q = super::send::random_queue(100);
     let retry_topic = {
         let v1 = pop_retry_topic(&h.topic, &h.consumer_group, false);
         if config.enable_retry_topic_v2 {
@@ -391,7 +391,7 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
     }
     let Some(lock) = ctx.pop.queues().try_lock(topic, group, queue_id) else {
         // Another pop reads it; count its backlog as RocketMQ does.
-        let max = processor_i64(broker.store.max_offset_in_queue(topic, queue_id));
+        let max = as_i64(broker.store.max_offset_in_queue(topic, queue_id));
         let committed = broker.offsets.query(group, topic, queue_id).unwrap_or(0);
         got.rest += (max - committed).max(0);
         return;
@@ -415,7 +415,7 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
             | GetMessageStatus::OffsetFoundNull
     ) {
         // The position is gone (expired, or beyond the end): move it and read again.
-        let corrected = processor_i64(result.next_begin_offset);
+        let corrected = as_i64(result.next_begin_offset);
         broker
             .offsets
             .commit_journaled(group, topic, queue_id, corrected);
@@ -423,18 +423,14 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
         offset = corrected;
         result = read(broker, topic, queue_id, offset, remaining, ctx.filter);
     }
-    let next = processor_i64(result.next_begin_offset);
-    got.rest += (processor_i64(result.max_offset) - next).max(0);
+    let next = as_i64(result.next_begin_offset);
+    got.rest += (as_i64(result.max_offset) - next).max(0);
     if ctx.order {
         pop_queue_orderly(ctx, topic, queue_id, offset, next, result, got);
         return;
     }
     if result.status == GetMessageStatus::Found && !result.messages.is_empty() {
-        let offsets: Vec<i64> = result
-            .queue_offsets
-            .iter()
-            .map(|o| processor_i64(*o))
-            .collect();
+        let offsets: Vec<i64> = result.queue_offsets.iter().map(|o| as_i64(*o)).collect();
         let ck = CheckPoint {
             broker_name: Some(ctx.broker_name.clone()),
             group: group.clone(),
@@ -561,11 +557,7 @@ fn pop_queue_orderly(
         }
         return;
     }
-    let offsets: Vec<i64> = result
-        .queue_offsets
-        .iter()
-        .map(|o| processor_i64(*o))
-        .collect();
+    let offsets: Vec<i64> = result.queue_offsets.iter().map(|o| as_i64(*o)).collect();
     let retry = RetryFlag::of_topic(topic);
     broker.order_info.update(
         ctx.h.attempt_id.as_deref(),
@@ -597,7 +589,7 @@ fn init_offset(ctx: &Ctx<'_>, topic: &str, queue_id: i32, is_retry: bool) -> i64
     let store = &ctx.broker.store;
     let min = store.min_offset_in_queue(topic, queue_id);
     if ctx.h.init_mode == 0 || is_retry {
-        return processor_i64(min);
+        return as_i64(min);
     }
     let max = store.max_offset_in_queue(topic, queue_id);
     let whole_in_memory = ctx.broker.config().init_pop_offset_by_check_msg_in_mem
@@ -607,7 +599,7 @@ fn init_offset(ctx: &Ctx<'_>, topic: &str, queue_id: i32, is_retry: bool) -> i64
     if whole_in_memory {
         0
     } else {
-        processor_i64(max.saturating_sub(1))
+        as_i64(max.saturating_sub(1))
     }
 }
 
@@ -774,18 +766,4 @@ fn spawn_commits(broker: &Arc<Broker>, group: &str, commits: Vec<(String, i32, i
     let broker = Arc::clone(broker);
     let group = group.to_owned();
     tokio::spawn(async move { commit_all_async(&broker, &group, commits).await });
-}
-
-/// A store offset as the wire's long.
-fn processor_i64(v: u64) -> i64 {
-    super::as_i64(v)
-}
-
-/// A pseudo-random number below `n` (queue choice; not for anything secret).
-fn random_below(n: i32) -> i32 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_i64(crate::clock::now_ms());
-    let n = u64::try_from(n.max(1)).unwrap_or(1);
-    i32::try_from(h.finish() % n).unwrap_or(0)
 }
