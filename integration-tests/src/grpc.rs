@@ -25,7 +25,7 @@ use crate::harness::tools::{self, Tool, java_binary};
 use crate::harness::{ChildOutput, ChildProcess, ProcessSpec, TestDir};
 
 /// The Java gRPC SDK version (`rocketmq-client-java`).
-pub const JAVA_SDK: &str = "5.0.8";
+pub const JAVA_SDK: &str = "5.2.0";
 /// A cold build or install downloads the SDK and compiles: about a minute on 2 cores.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 

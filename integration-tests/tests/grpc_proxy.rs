@@ -7,11 +7,16 @@
 //! - `apache`: Apache RocketMQ 5.3.3's own name server and broker behind the same proxy: the
 //!   reference that shows the case and its expectations are right.
 //!
+//! Priority messages (RIP-80) are new in 5.4: the proxy of 5.3.3 knows no `PRIORITY` topic
+//! type. The `priority` case runs through `rocketmq-proxy` 5.4.0, against a sluice system and
+//! Apache RocketMQ 5.4.0's (the [`Release::V5_4`] systems, started only for it).
+//!
 //! Cases (`integration-tests/grpc/README.md` describes what each program does): `normal`
 //! (producer, SimpleConsumer with a tag filter), `fifo` (message groups, an orderly consumer
 //! group), `delay` (a delivery timestamp), `transaction` (commit, rollback and a check-back),
 //! `simple` (receive, ack, changeInvisibleDuration, redelivery after the invisible time) and
-//! `push` (PushConsumer, a failed consumption redelivered). Test names are
+//! `push` (PushConsumer, a failed consumption redelivered), and `priority` (a backlog of four
+//! priorities, higher ones received first). Test names are
 //! `<system>::<case>_<sdk>_<system>`; each case has a topic of its own with the right
 //! `+message.type` (Apache's mqadmin `updateTopic -a`) and a group of its own.
 //!
@@ -28,6 +33,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -39,8 +45,6 @@ use integration_tests::harness::{
 use integration_tests::java::{JavaTools, V5};
 use libtest_mimic::{Arguments, Failed, Trial};
 
-/// The Apache RocketMQ version of the reference system (name server, broker).
-const APACHE: &str = "5.3.3";
 /// The cluster both systems' brokers are in (the proxy's `rocketMQClusterName`).
 const CLUSTER: &str = "DefaultCluster";
 /// Queues of each test topic.
@@ -72,6 +76,44 @@ const SETTINGS_RACE: &str = "\"settings\" is null";
 const IGNORED_ON_SLUICE: &[(&str, &str)] = &[];
 
 // ------------------------------------------------------------------------------- the systems
+
+/// The Apache RocketMQ release of a system's proxy and of the reference name server and broker.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Release {
+    /// 5.3.3: every case but `priority`.
+    V5_3,
+    /// 5.4.0: the first release with priority messages.
+    V5_4,
+}
+
+impl Release {
+    fn version(self) -> &'static str {
+        match self {
+            Release::V5_3 => "5.3.3",
+            Release::V5_4 => "5.4.0",
+        }
+    }
+
+    /// The (case, SDK) pairs run through this release's proxy.
+    fn cases(self) -> Vec<(&'static str, Sdk)> {
+        match self {
+            Release::V5_3 => CASES
+                .into_iter()
+                .flat_map(|case| Sdk::ALL.map(|sdk| (case, sdk)))
+                .collect(),
+            Release::V5_4 => Sdk::ALL.map(|sdk| ("priority", sdk)).to_vec(),
+        }
+    }
+
+    /// The release of the proxy a case runs through.
+    fn of(case: &str) -> Release {
+        if case == "priority" {
+            Release::V5_4
+        } else {
+            Release::V5_3
+        }
+    }
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Kind {
@@ -135,13 +177,15 @@ fn message_type(case: &str) -> &'static str {
         "fifo" => "FIFO",
         "delay" => "DELAY",
         "transaction" => "TRANSACTION",
+        "priority" => "PRIORITY",
         _ => "NORMAL",
     }
 }
 
 impl System {
-    fn start(kind: Kind) -> System {
+    fn start(kind: Kind, release: Release) -> System {
         let started = Instant::now();
+        let apache = release.version();
         let backend = match kind {
             Kind::Sluice => {
                 let ns = NamesrvProcess::start();
@@ -152,11 +196,11 @@ impl System {
                 }
             }
             Kind::Apache => {
-                let ns = ApacheNamesrv::start(APACHE);
+                let ns = ApacheNamesrv::start(apache);
                 let mut settings = BROKER_SETTINGS.to_vec();
                 settings.push(("bindAddress", "127.0.0.1"));
                 let broker = ApacheBroker::start_with_jvm_flags(
-                    APACHE,
+                    apache,
                     &ns.addr(),
                     "ASYNC_MASTER",
                     0,
@@ -169,9 +213,10 @@ impl System {
                 }
             }
         };
-        let admin_failures = create_topics_and_groups(&backend.namesrv());
+        let admin_failures = create_topics_and_groups(&backend.namesrv(), release);
         // After the topics: the proxy caches routes, a missing one for a while.
         let proxy = ApacheProxy::start(
+            release.version(),
             &backend.namesrv(),
             CLUSTER,
             &PROXY_SETTINGS.map(|(k, v)| (k, v.into())),
@@ -183,7 +228,7 @@ impl System {
             started_in: started.elapsed(),
         };
         eprintln!(
-            "grpc_proxy: {} system up in {:.1}s (proxy {}, name server {}){}",
+            "grpc_proxy: {} system up in {:.1}s (proxy {apache} at {}, name server {}){}",
             kind.name(),
             system.started_in.as_secs_f64(),
             system.proxy.grpc_endpoint(),
@@ -198,41 +243,42 @@ impl System {
     }
 }
 
-/// Every case's topic (`updateTopic -a +message.type=...`) and the FIFO cases' orderly groups
-/// (`updateSubGroup -o true`), with Apache's mqadmin 5.3.3 in one JVM; what failed.
-fn create_topics_and_groups(namesrv: &str) -> BTreeMap<String, String> {
+/// The topic of every case of `release` (`updateTopic -a +message.type=...`) and the FIFO
+/// cases' orderly groups (`updateSubGroup -o true`), with Apache's mqadmin 5.3.3 in one JVM;
+/// what failed.
+fn create_topics_and_groups(namesrv: &str, release: Release) -> BTreeMap<String, String> {
     let mut commands: Vec<Vec<String>> = Vec::new();
     let mut names = Vec::new();
-    for sdk in Sdk::ALL {
-        for case in CASES {
-            let t = topic(case, sdk);
-            let attr = format!("+message.type={}", message_type(case));
-            commands.push(
-                [
-                    "updateTopic",
-                    "-c",
-                    CLUSTER,
-                    "-t",
-                    &t,
-                    "-r",
-                    QUEUES,
-                    "-w",
-                    QUEUES,
-                    "-a",
-                    &attr,
-                ]
-                .map(str::to_owned)
-                .to_vec(),
-            );
-            names.push(t);
-        }
-        let g = group("fifo", sdk);
+    for (case, sdk) in release.cases() {
+        let t = topic(case, sdk);
+        let attr = format!("+message.type={}", message_type(case));
         commands.push(
-            ["updateSubGroup", "-c", CLUSTER, "-g", &g, "-o", "true"]
-                .map(str::to_owned)
-                .to_vec(),
+            [
+                "updateTopic",
+                "-c",
+                CLUSTER,
+                "-t",
+                &t,
+                "-r",
+                QUEUES,
+                "-w",
+                QUEUES,
+                "-a",
+                &attr,
+            ]
+            .map(str::to_owned)
+            .to_vec(),
         );
-        names.push(g);
+        names.push(t);
+        if case == "fifo" {
+            let g = group(case, sdk);
+            commands.push(
+                ["updateSubGroup", "-c", CLUSTER, "-g", &g, "-o", "true"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            );
+            names.push(g);
+        }
     }
     let runs = JavaTools::get(V5).mqadmin_batch(namesrv, &commands, Duration::from_secs(30));
     names
@@ -246,30 +292,63 @@ fn create_topics_and_groups(namesrv: &str) -> BTreeMap<String, String> {
 /// A system: not started yet, running, or why it did not start.
 type Slot = Mutex<Option<Result<Arc<System>, String>>>;
 
-/// The two systems, each started by its first case and stopped by `main` after the last.
-static SYSTEMS: [Slot; 2] = [Mutex::new(None), Mutex::new(None)];
+/// The four systems (sluice, Apache; each release), each started by its first case and
+/// stopped after its last.
+static SYSTEMS: [Slot; 4] = [
+    Mutex::new(None),
+    Mutex::new(None),
+    Mutex::new(None),
+    Mutex::new(None),
+];
 
-fn slot(kind: Kind) -> &'static Slot {
-    match kind {
-        Kind::Sluice => &SYSTEMS[0],
-        Kind::Apache => &SYSTEMS[1],
+/// Cases of each system not finished yet (set by `main`): the last to finish stops it.
+static UNFINISHED: [AtomicUsize; 4] = [const { AtomicUsize::new(0) }; 4];
+
+fn index(kind: Kind, release: Release) -> usize {
+    match (kind, release) {
+        (Kind::Sluice, Release::V5_3) => 0,
+        (Kind::Apache, Release::V5_3) => 1,
+        (Kind::Sluice, Release::V5_4) => 2,
+        (Kind::Apache, Release::V5_4) => 3,
     }
 }
 
-/// The running system of `kind`, started on first use (other cases wait meanwhile); a start
-/// that failed fails every case of that system the same way.
-fn system(kind: Kind) -> Result<Arc<System>, String> {
-    let mut guard = slot(kind).lock().unwrap_or_else(PoisonError::into_inner);
+fn slot(kind: Kind, release: Release) -> &'static Slot {
+    &SYSTEMS[index(kind, release)]
+}
+
+/// One case of the system is done: the last one stops it (with a filter, or cases ignored,
+/// some never run: `main` stops the rest at the end).
+fn finished(kind: Kind, release: Release) {
+    if UNFINISHED[index(kind, release)].fetch_sub(1, Ordering::AcqRel) == 1 {
+        let taken = slot(kind, release)
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        drop(taken);
+    }
+}
+
+/// The running system of `kind` and `release`, started on first use (other cases wait
+/// meanwhile); a start that failed fails every case of that system the same way.
+fn system(kind: Kind, release: Release) -> Result<Arc<System>, String> {
+    let mut guard = slot(kind, release)
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
     if let Some(s) = guard.as_ref() {
         return s.clone();
     }
-    let started = catch_unwind(AssertUnwindSafe(|| System::start(kind))).map_err(|p| {
+    let started = catch_unwind(AssertUnwindSafe(|| System::start(kind, release))).map_err(|p| {
         let why = p
             .downcast_ref::<String>()
             .cloned()
             .or_else(|| p.downcast_ref::<&str>().map(|s| (*s).to_owned()))
             .unwrap_or_default();
-        format!("the {} system did not start: {why}", kind.name())
+        format!(
+            "the {} {} system did not start: {why}",
+            kind.name(),
+            release.version()
+        )
     });
     let s = started.map(Arc::new);
     *guard = Some(s.clone());
@@ -319,7 +398,7 @@ fn run_case(kind: Kind, case: &'static str, sdk: Sdk) -> Result<(), Failed> {
         return Ok(());
     }
     let program = sdk.program();
-    let system = system(kind)?;
+    let system = system(kind, Release::of(case))?;
     let (t, g) = (topic(case, sdk), group(case, sdk));
     if let Some(why) = system
         .admin_failures
@@ -512,6 +591,36 @@ fn check(case: &str, run: &CaseRun) -> Result<(), String> {
                 once(&format!("push-{i}"))?;
             }
         }
+        "priority" => {
+            for r in 0..4 {
+                for p in 0..4 {
+                    let body = format!("prio-{p}-{r}");
+                    let d = once(&body)?;
+                    // Go's MessageView has no priority ("-").
+                    if d.field("priority").is_some() && d.number("priority") != Some(p) {
+                        return Err(format!("{body} has priority {:?}", d.field("priority")));
+                    }
+                }
+            }
+            // The whole backlog was there before the first receive: highest priority first.
+            let order: Vec<i64> = run
+                .deliveries
+                .iter()
+                .filter_map(|d| {
+                    d.body
+                        .strip_prefix("prio-")?
+                        .split('-')
+                        .next()?
+                        .parse()
+                        .ok()
+                })
+                .collect();
+            if order.windows(2).any(|w| w[1] > w[0]) {
+                return Err(format!(
+                    "priorities delivered in the order {order:?}, not highest first"
+                ));
+            }
+        }
         other => return Err(format!("no expectations for case {other}")),
     }
     Ok(())
@@ -525,16 +634,21 @@ fn main() {
     let mut trials = Vec::new();
     // Grouped by system (libtest-mimic runs them in this order): one system up at a time
     // most of the run.
-    for kind in [Kind::Apache, Kind::Sluice] {
-        for case in CASES {
-            for sdk in Sdk::ALL {
+    for release in [Release::V5_3, Release::V5_4] {
+        for kind in [Kind::Apache, Kind::Sluice] {
+            for (case, sdk) in release.cases() {
                 let name = format!("{case}_{}", sdk.name());
                 let reason = (kind == Kind::Sluice)
                     .then(|| ignored.get(name.as_str()))
                     .flatten();
+                UNFINISHED[index(kind, release)].fetch_add(1, Ordering::Relaxed);
                 let trial = Trial::test(
                     format!("{}::{name}_{}", kind.name(), kind.name()),
-                    move || run_case(kind, case, sdk),
+                    move || {
+                        let result = run_case(kind, case, sdk);
+                        finished(kind, release);
+                        result
+                    },
                 )
                 .with_ignored_flag(reason.is_some());
                 trials.push(trial);
@@ -542,7 +656,7 @@ fn main() {
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
-    // Every case is done: stop both systems (their processes, their temp dirs).
+    // Every case is done: stop every system (their processes, their temp dirs).
     for s in &SYSTEMS {
         let taken = s.lock().unwrap_or_else(PoisonError::into_inner).take();
         drop(taken);

@@ -3,7 +3,7 @@
 // ../README.md describes them for every SDK: the same arguments, messages and result lines.
 //
 //	grpc-client CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000]
-//	  CASE: normal | fifo | delay | transaction | simple | push
+//	  CASE: normal | fifo | delay | transaction | simple | push | priority
 //
 // Exit 0 once the case saw everything it waits for (an OK line), 1 on failure (ERR ...), 2 on a
 // usage error, 124 when the watchdog fires.
@@ -99,6 +99,8 @@ func main() {
 		err = c.simple()
 	case "push":
 		err = c.push()
+	case "priority":
+		err = c.priority()
 	default:
 		usage("unknown case " + kase)
 	}
@@ -355,6 +357,34 @@ func (c *client) push() error {
 		time.Sleep(100 * time.Millisecond)
 	}
 	return fmt.Errorf("consumed=%d expected=5", len(done))
+}
+
+// priority: a backlog of 16 priority messages, 4 rounds of priorities 0..3 (`prio-P-R`), sent
+// before the SimpleConsumer starts; it receives and acks them all (the test checks that the
+// higher priorities came first). The SDK's MessageView has no priority: RECV prints "-".
+func (c *client) priority() error {
+	p, err := c.producer(nil)
+	if err != nil {
+		return err
+	}
+	var bodies []string
+	i := 0
+	for r := 0; r < 4; r++ {
+		for prio := int32(0); prio < 4; prio++ {
+			body := fmt.Sprintf("prio-%d-%d", prio, r)
+			m := c.message(body)
+			if err := m.SetPriority(prio); err != nil {
+				return err
+			}
+			if err := c.send(p, i, m, fmt.Sprintf(" priority=%d", prio)); err != nil {
+				return err
+			}
+			i++
+			bodies = append(bodies, body)
+		}
+	}
+	p.GracefulStop()
+	return c.consumeAll(bodies, "*", 0)
 }
 
 // ---------------------------------------------------------------------------------- the parts

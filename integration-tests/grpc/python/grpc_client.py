@@ -3,7 +3,7 @@ Python gRPC SDK (rocketmq-python-client from PyPI), as ../README.md describes th
 the same arguments, messages and result lines.
 
     grpc_client.py CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000]
-      CASE: normal | fifo | delay | transaction | simple | push
+      CASE: normal | fifo | delay | transaction | simple | push | priority
 
 Exit 0 once the case saw everything it waits for (an OK line), 1 on failure (ERR ...), 2 on a
 usage error, 124 when the watchdog fires.
@@ -139,6 +139,24 @@ class Case:
                 m = self.message(body)
                 m.message_group = f"group-{g}"
                 self.send(p, i, m)
+                i += 1
+                bodies.append(body)
+        p.shutdown()
+        return self.consume_all(bodies, "*")
+
+    def priority(self):
+        """A backlog of 16 priority messages, 4 rounds of priorities 0..3 (`prio-P-R`), sent
+        before the SimpleConsumer starts; it receives and acks them all (the test checks that
+        the higher priorities came first)."""
+        p = self.producer()
+        bodies = []
+        i = 0
+        for r in range(4):
+            for prio in range(4):
+                body = f"prio-{prio}-{r}"
+                m = self.message(body)
+                m.priority = prio
+                self.send(p, i, m, f" priority={prio}")
                 i += 1
                 bodies.append(body)
         p.shutdown()
@@ -280,13 +298,14 @@ class Case:
 
 
 def recv(m):
-    """`RECV <body> <msgId> attempt= tag= keys= group= deliver= born= recv= topic= idx=`"""
+    """`RECV <body> <msgId> attempt= tag= keys= group= deliver= born= recv= topic= idx= priority=`"""
     keys = ",".join(m.keys) if m.keys else "-"
     props = m.properties or {}
     line(f"RECV {m.body.decode('utf-8')} {m.message_id} attempt={m.delivery_attempt}"
          f" tag={m.tag or '-'} keys={keys} group={m.message_group or '-'}"
          f" deliver={m.delivery_timestamp or '-'} born={m.born_timestamp or '-'}"
-         f" recv={now_ms()} topic={m.topic} idx={props.get('idx', '-')}")
+         f" recv={now_ms()} topic={m.topic} idx={props.get('idx', '-')}"
+         f" priority={'-' if m.priority is None else m.priority}")
 
 
 def main():
@@ -316,7 +335,8 @@ def main():
     threading.Thread(target=watchdog, daemon=True).start()
     case = Case(args)
     run = {"normal": case.normal, "fifo": case.fifo, "delay": case.delay,
-           "transaction": case.transaction, "simple": case.simple, "push": case.push}.get(kase)
+           "transaction": case.transaction, "simple": case.simple, "push": case.push,
+           "priority": case.priority}.get(kase)
     if run is None:
         line(f"ERR usage: unknown case {kase}")
         leave(2)

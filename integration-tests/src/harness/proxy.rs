@@ -31,8 +31,6 @@ use super::{ChildProcess, ProcessSpec, Readiness, TestDir};
 use crate::java::cache_dir;
 use crate::ports::{self, assert_loopback};
 
-/// The proxy version under test.
-pub const PROXY_VERSION: &str = "5.3.3";
 /// How long the proxy may take to start (a cold JVM on a busy 2-core machine: ~10 s idle).
 const PROXY_READY: Duration = Duration::from_secs(120);
 
@@ -46,16 +44,21 @@ pub struct ApacheProxy {
 }
 
 impl ApacheProxy {
-    /// Starts proxy [`PROXY_VERSION`] in front of `namesrv`'s cluster `cluster`, with the
+    /// Starts proxy `version` (from Maven Central) in front of `namesrv`'s cluster `cluster`, with the
     /// `rmq-proxy.json` keys of `extra` on top of (and replacing) ours; returns once its gRPC
     /// port accepts connections.
     ///
     /// # Panics
     /// When it cannot be resolved or does not start.
     #[must_use]
-    pub fn start(namesrv: &str, cluster: &str, extra: &[(&str, serde_json::Value)]) -> Self {
+    pub fn start(
+        version: &str,
+        namesrv: &str,
+        cluster: &str,
+        extra: &[(&str, serde_json::Value)],
+    ) -> Self {
         assert_loopback(namesrv);
-        let classpath = resolve(PROXY_VERSION).unwrap_or_else(|e| panic!("{e}"));
+        let classpath = resolve(version).unwrap_or_else(|e| panic!("{e}"));
         let dir = TestDir::new("apache-proxy");
         let ports = vec![ports::reserve(), ports::reserve()];
         let (grpc_port, remoting_port) = (ports[0].port(), ports[1].port());

@@ -34,7 +34,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  *
  * <pre>
  * GrpcClient CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000]
- *   CASE: normal | fifo | delay | transaction | simple | push
+ *   CASE: normal | fifo | delay | transaction | simple | push | priority
  * </pre>
  *
  * Exit 0 once the case saw everything it waits for (an {@code OK} line), 1 on failure ({@code
@@ -112,6 +112,8 @@ public final class GrpcClient {
                 return simple();
             case "push":
                 return push();
+            case "priority":
+                return priority();
             default:
                 usage("unknown case " + kase);
                 return false;
@@ -299,6 +301,26 @@ public final class GrpcClient {
         }
     }
 
+    /**
+     * A backlog of 16 priority messages, 4 rounds of priorities 0, 1, 2, 3 (`prio-P-R`), sent
+     * before the SimpleConsumer starts; it receives and acks them all (the test checks that the
+     * higher priorities came first).
+     */
+    private boolean priority() throws Exception {
+        List<String> bodies = new ArrayList<>();
+        try (Producer p = producer(null)) {
+            int i = 0;
+            for (int r = 0; r < 4; r++) {
+                for (int prio = 0; prio < 4; prio++) {
+                    String body = "prio-" + prio + "-" + r;
+                    sent(i++, p.send(message(body).setPriority(prio).build()), " priority=" + prio);
+                    bodies.add(body);
+                }
+            }
+        }
+        return consumeAll(bodies, "*");
+    }
+
     // ------------------------------------------------------------------------------ the parts
 
     private Producer producer(org.apache.rocketmq.client.apis.producer.TransactionChecker checker) throws Exception {
@@ -380,7 +402,7 @@ public final class GrpcClient {
         OUT.println("SENT " + i + " " + r.getMessageId() + " at=" + System.currentTimeMillis() + extra);
     }
 
-    /** `RECV <body> <msgId> attempt= tag= keys= group= deliver= born= recv= topic= idx=` */
+    /** `RECV <body> <msgId> attempt= tag= keys= group= deliver= born= recv= topic= idx= priority=` */
     private static void recv(MessageView v) {
         String keys = v.getKeys().isEmpty() ? "-" : String.join(",", v.getKeys());
         OUT.println("RECV " + body(v) + " " + v.getMessageId()
@@ -392,7 +414,8 @@ public final class GrpcClient {
                 + " born=" + v.getBornTimestamp()
                 + " recv=" + System.currentTimeMillis()
                 + " topic=" + v.getTopic()
-                + " idx=" + v.getProperties().getOrDefault("idx", "-"));
+                + " idx=" + v.getProperties().getOrDefault("idx", "-")
+                + " priority=" + v.getPriority().map(String::valueOf).orElse("-"));
     }
 
     private static String body(MessageView v) {
