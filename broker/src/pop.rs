@@ -19,10 +19,12 @@
 //!   acked or due, instead of re-reading windows of the log.
 //!
 //! Layout: [`queues`] the per-queue pop locks and in-flight ends, [`order_info`] the
-//! batches of orderly pops, [`revive_log`] writes,
+//! batches of orderly pops, [`revive_log`] writes, [`ack_merge`] the single acks of a
+//! burst merged per checkpoint,
 //! [`revive`] the master-only revive service; the request handlers are
 //! `processor::pop` and `processor::ack`.
 
+pub mod ack_merge;
 pub mod order_info;
 pub mod queues;
 pub mod records;
@@ -45,6 +47,7 @@ pub struct PopService {
     queues: PopQueues,
     next_revive_queue: AtomicU32,
     revive: revive::ReviveService,
+    acks: ack_merge::AckMerger,
 }
 
 impl PopService {
@@ -57,6 +60,7 @@ impl PopService {
             timer,
             queues: PopQueues::default(),
             next_revive_queue: AtomicU32::new(0),
+            acks: ack_merge::AckMerger::default(),
         })
     }
 
@@ -84,6 +88,23 @@ impl PopService {
         let n = u32::try_from(self.broker.config().revive_queue_num.max(1)).unwrap_or(1);
         let i = self.next_revive_queue.fetch_add(1, Ordering::Relaxed) % n;
         i32::try_from(i).unwrap_or(0)
+    }
+
+    /// Queues a single ack for the end of the burst (see [`ack_merge`]).
+    pub fn submit_ack(
+        &self,
+        key: ack_merge::CheckpointKey,
+        offset: i64,
+        channel: &remoting::Channel,
+        request: &remoting::RemotingCommand,
+    ) {
+        self.acks
+            .submit(&self.broker, &self.timer, key, offset, channel, request);
+    }
+
+    /// A burst of requests ended: writes and answers the acks it brought.
+    pub fn end_burst(&self) {
+        self.acks.flush(&self.broker, &self.timer);
     }
 
     /// Starts reviving (a master's job).

@@ -114,7 +114,7 @@ impl Processor for BrokerProcessor {
             // `mqadmin exportPopRecord`: copies RocketMQ's RocksDB pop records into the revive
             // log; sluice keeps them there only, so there is nothing to copy.
             RequestCode::PopRollback => Ok(success()),
-            RequestCode::AckMessage => return ack::ack(self.role.pop(), &request),
+            RequestCode::AckMessage => return ack::ack(self.role.pop(), channel, &request),
             RequestCode::BatchAckMessage => return ack::batch_ack(self.role.pop(), &request),
             RequestCode::ChangeMessageInvisibletime => {
                 return ack::change_invisible_time(self.role.pop(), &request);
@@ -232,11 +232,16 @@ impl Processor for BrokerProcessor {
     }
 }
 
-/// Drops a closing connection's clients from the tables.
+/// Drops a closing connection's clients from the tables; writes the acks a burst of
+/// requests brought.
 impl ConnectionListener for BrokerProcessor {
     fn on_close(&self, channel: &Channel) {
         self.broker.consumers.channel_closed(channel);
         self.broker.producers.channel_closed(channel);
+    }
+
+    fn on_burst_end(&self, _channel: &Channel) {
+        self.role.pop().end_burst();
     }
 }
 

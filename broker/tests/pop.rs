@@ -177,6 +177,46 @@ async fn acked_messages_never_come_back() {
     b.stop().await;
 }
 
+/// A pop's messages acked all at once, as a consumer's threads ack them: the acks of
+/// one burst share a record per checkpoint (`bAck`), and stay acks.
+#[tokio::test]
+async fn acks_sent_together_share_records_and_stay_acked() {
+    let b = started().await;
+    send_n(&b, 31).await;
+    let got = pop_until(&b, 32, 1500, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 32, "{got:?}");
+    let parked = || {
+        b.broker
+            .store
+            .max_offset_in_queue(broker::timer::TIMER_TOPIC, 0)
+    };
+    let before = parked();
+    let answers = futures::future::join_all(got.iter().map(|p| ack(&b, p))).await;
+    for r in &answers {
+        assert_eq!(r.code(), 0, "{:?}", r.remark());
+    }
+    // Every record waits in the timer wheel for its checkpoint's revive time.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let records = parked() - before;
+    println!("32 acks of {} checkpoints in {records} records", {
+        let mut cks: Vec<_> = got
+            .iter()
+            .map(|p| (p.queue_id, p.extra.ck_queue_offset))
+            .collect();
+        cks.sort_unstable();
+        cks.dedup();
+        cks.len()
+    });
+    assert!(
+        (1..32).contains(&records),
+        "32 acks sent together took {records} records"
+    );
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let again = pop_until(&b, 1, 1500, Duration::from_millis(500)).await;
+    assert!(again.is_empty(), "acked messages came back: {again:?}");
+    b.stop().await;
+}
+
 #[tokio::test]
 async fn un_acked_messages_come_back_from_the_retry_topic() {
     let b = started().await;

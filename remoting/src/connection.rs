@@ -63,11 +63,21 @@ const READ_BUFFER_KEEP: usize = 2 * READ_CHUNK;
 /// An empty read buffer is dropped after this long without traffic.
 const READ_BUFFER_RELEASE: Duration = Duration::from_secs(5);
 
+/// Most requests handled before [`RequestHandler::on_burst_end`] is called even though
+/// more are queued.
+pub const BURST_MAX: usize = 64;
+
 /// What a connection does with the requests it receives.
 pub trait RequestHandler: Send + Sync + 'static {
     /// Called, in the connection's request task and in arrival order, for every request
     /// (never for responses).
     fn on_request(&self, channel: &Channel, request: RemotingCommand);
+
+    /// Called in the request task after a burst of requests: when every request received
+    /// so far was handed to [`on_request`](Self::on_request), and at least every
+    /// [`BURST_MAX`] requests under a load that never lets the queue empty. Work a
+    /// handler batches across requests (one record for many acks) is done here.
+    fn on_burst_end(&self, _channel: &Channel) {}
 
     /// Called once when the connection has closed.
     fn on_close(&self, _channel: &Channel) {}
@@ -477,7 +487,8 @@ fn start(
     Ok(channel)
 }
 
-/// Hands requests to the handler one at a time, in arrival order.
+/// Hands requests to the handler one at a time, in arrival order, and tells it when a
+/// burst ends.
 async fn request_loop(
     channel: Channel,
     mut pending: mpsc::Receiver<RemotingCommand>,
@@ -485,6 +496,16 @@ async fn request_loop(
 ) {
     while let Some(request) = pending.recv().await {
         handler.on_request(&channel, request);
+        let mut in_burst = 1;
+        while let Ok(next) = pending.try_recv() {
+            handler.on_request(&channel, next);
+            in_burst += 1;
+            if in_burst == BURST_MAX {
+                handler.on_burst_end(&channel);
+                in_burst = 0;
+            }
+        }
+        handler.on_burst_end(&channel);
     }
 }
 

@@ -68,6 +68,10 @@ pub trait ConnectionListener: Send + Sync + 'static {
     fn on_connect(&self, _channel: &Channel) {}
     /// A connection closed.
     fn on_close(&self, _channel: &Channel) {}
+    /// A burst of the connection's requests was handled
+    /// ([`RequestHandler::on_burst_end`]): what a processor batched across requests is
+    /// written and answered here.
+    fn on_burst_end(&self, _channel: &Channel) {}
 }
 
 /// Server settings.
@@ -202,6 +206,12 @@ impl RequestHandler for Dispatcher {
     fn on_close(&self, channel: &Channel) {
         for l in &self.listeners {
             l.on_close(channel);
+        }
+    }
+
+    fn on_burst_end(&self, channel: &Channel) {
+        for l in &self.listeners {
+            l.on_burst_end(channel);
         }
     }
 }

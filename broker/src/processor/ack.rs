@@ -6,7 +6,8 @@
 //!
 //! SUCCESS means the records are as durable as the role requires (RocketMQ answers as
 //! soon as the ack is handed to its writer, and logs a failure it never reports): an
-//! ack the client was told succeeded is never lost in a crash. Orderly receipts
+//! ack the client was told succeeded is never lost in a crash. Single acks of one burst
+//! of requests share one record per checkpoint (`pop::ack_merge`). Orderly receipts
 //! (revive queue 999) ack in the queue's batch (`pop::order_info`) and move the
 //! group's offset to its first message not acked, as RocketMQ's `ackOrderly`.
 
@@ -17,13 +18,14 @@ use remoting::protocol::pop::{
     ChangeInvisibleTimeResponseHeader, ExtraInfo, RetryFlag,
 };
 use remoting::server::Reply;
-use remoting::{RemotingCommand, ResponseCode};
+use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::PutMessageStatus;
 
 use super::{Refusal, success};
 use crate::broker::Broker;
 use crate::durability::Durable;
 use crate::pop::PopService;
+use crate::pop::ack_merge::CheckpointKey;
 use crate::pop::order_info::OrderedAck;
 use crate::pop::records::{AckRecord, CheckPoint};
 use crate::pop::revive_log::{self, ReviveLogError};
@@ -31,15 +33,25 @@ use crate::pop::revive_log::{self, ReviveLogError};
 const FAQ_TIP: &str =
     "\nSee https://rocketmq.apache.org/docs/bestPractice/06FAQ for further details.";
 
-/// ACK_MESSAGE.
-pub fn ack(pop: &Arc<PopService>, request: &RemotingCommand) -> Reply {
+/// ACK_MESSAGE: an orderly ack is done at once; any other is queued to be written with
+/// the other acks of its checkpoint at the end of the burst (`pop::ack_merge`), which
+/// answers it.
+pub fn ack(pop: &Arc<PopService>, channel: &Channel, request: &RemotingCommand) -> Reply {
     match prepare_ack(pop, request) {
-        Ok(waits) => answer_when_durable(waits, success()),
+        Ok(None) => Reply::Now(success()),
+        Ok(Some((key, offset))) => {
+            pop.submit_ack(key, offset, channel, request);
+            Reply::Nothing
+        }
         Err(refusal) => Reply::Now(refusal.into_response()),
     }
 }
 
-fn prepare_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durable>, Refusal> {
+/// Checks an ack; the checkpoint and offset it acks unless it was an orderly one (done).
+fn prepare_ack(
+    pop: &PopService,
+    request: &RemotingCommand,
+) -> Result<Option<(CheckpointKey, i64)>, Refusal> {
     let broker = pop.broker();
     let h: AckMessageRequestHeader = request.decode_header()?;
     check_queue(broker, &h.topic, h.queue_id, &h.consumer_group)?;
@@ -63,17 +75,26 @@ fn prepare_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durabl
             h.offset,
             extra.pop_time,
         )?;
-        return Ok(Vec::new());
+        return Ok(None);
     }
-    let written = ack_receipt(
-        pop,
-        &h.topic,
-        &h.consumer_group,
-        h.queue_id,
+    Ok(Some((
+        checkpoint_key(&h.topic, &h.consumer_group, h.queue_id, &extra),
         h.offset,
-        &extra,
-    )?;
-    Ok(vec![written])
+    )))
+}
+
+/// The checkpoint the receipt `extra` of a message of `topic`'s queue names.
+fn checkpoint_key(topic: &str, group: &str, queue_id: i32, extra: &ExtraInfo) -> CheckpointKey {
+    CheckpointKey {
+        topic: topic.to_owned(),
+        group: group.to_owned(),
+        queue_id,
+        start_offset: extra.ck_queue_offset,
+        pop_time: extra.pop_time,
+        broker_name: extra.broker_name.clone(),
+        revive_qid: extra.revive_qid,
+        deliver_ms: extra.pop_time.saturating_add(extra.invisible_time),
+    }
 }
 
 /// BATCH_ACK_MESSAGE.

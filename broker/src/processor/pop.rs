@@ -137,6 +137,39 @@ struct Ctx<'a> {
     order: bool,
 }
 
+/// The broker settings a pop reads, copied out of the config lock at its start (the
+/// whole `BrokerConfig` is too big to clone per pop, and the lock is not held across it).
+struct PopSettings {
+    readable: bool,
+    broker_name: String,
+    enable_retry_topic_v2: bool,
+    retrieve_message_from_pop_retry_topic_v1: bool,
+    priority_order_asc: bool,
+    pop_from_retry_probability: i32,
+    pop_from_retry_probability_for_priority: i32,
+    pop_response_return_actual_retry_topic: bool,
+    max_pop_polling_size: usize,
+    pop_polling_size: usize,
+}
+
+impl PopSettings {
+    fn of(config: &crate::config::BrokerConfig) -> Self {
+        PopSettings {
+            readable: perm::is_readable(config.broker_permission),
+            broker_name: config.broker_name.clone(),
+            enable_retry_topic_v2: config.enable_retry_topic_v2,
+            retrieve_message_from_pop_retry_topic_v1: config
+                .retrieve_message_from_pop_retry_topic_v1,
+            priority_order_asc: config.priority_order_asc,
+            pop_from_retry_probability: config.pop_from_retry_probability,
+            pop_from_retry_probability_for_priority: config.pop_from_retry_probability_for_priority,
+            pop_response_return_actual_retry_topic: config.pop_response_return_actual_retry_topic,
+            max_pop_polling_size: config.max_pop_polling_size,
+            pop_polling_size: config.pop_polling_size,
+        }
+    }
+}
+
 fn run(
     pop: &Arc<PopService>,
     channel: &Channel,
@@ -146,29 +179,31 @@ fn run(
     let h: PopMessageRequestHeader = request.decode_header()?;
     let now = crate::clock::now_ms();
     let born = h.born_time.filter(|b| *b != 0).unwrap_or(now);
-    let config = broker.config().clone();
-    let ip = config.broker_ip1();
+    let config = PopSettings::of(&broker.config());
+    // Only refusals name the broker's address.
+    let ip = || broker.config().broker_ip1();
     if h.poll_time > 0 && now - born - h.poll_time > TOO_LATE_MS {
         return Err(Refusal::new(
             ResponseCode::PollingTimeout,
-            format!("the broker[{ip}] pop message is timeout too much"),
+            format!("the broker[{}] pop message is timeout too much", ip()),
         ));
     }
-    if !perm::is_readable(config.broker_permission) {
+    if !config.readable {
         return Err(Refusal::new(
             ResponseCode::NoPermission,
-            format!("the broker[{ip}] pop message is forbidden"),
+            format!("the broker[{}] pop message is forbidden", ip()),
         ));
     }
     if h.max_msg_nums > MAX_MSG_NUMS {
         return Err(Refusal::new(
             ResponseCode::InvalidParameter,
-            format!("the broker[{ip}] pop message's num is greater than 32"),
+            format!("the broker[{}] pop message's num is greater than 32", ip()),
         ));
     }
     if !pop.timer().settings().enabled {
         return Err(Refusal::system(format!(
-            "the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
+            "the broker[{}] pop message is forbidden because timerWheelEnable is false",
+            ip()
         )));
     }
     check_target(broker, channel, &h.topic, h.queue_id, &h.consumer_group)?;
@@ -680,7 +715,7 @@ fn pop_filter(broker: &Broker, h: &PopMessageRequestHeader) -> Result<Subscripti
 /// Holds a pop that found nothing (RocketMQ's `PopLongPollingService.polling`).
 fn hold(
     broker: &Broker,
-    config: &crate::config::BrokerConfig,
+    config: &PopSettings,
     channel: &Channel,
     request: &RemotingCommand,
     h: &PopMessageRequestHeader,
