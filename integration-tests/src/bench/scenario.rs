@@ -113,11 +113,13 @@ impl Plan {
             timer_window_secs: 10,
             timer_lead_secs: 5,
             pending_timers: 50_000,
-            pending_lead_secs: 60,
-            pending_window_secs: 20,
+            // sluice sends 50k timers and restarts twice in a few seconds.
+            pending_lead_secs: 30,
+            pending_window_secs: 10,
             pop_messages: 20_000,
             pop_invisible_ms: 5_000,
-            pop_linger_secs: 10,
+            // The invisible time, sluice's revive (~1 s) and a margin.
+            pop_linger_secs: 8,
         }
     }
 }
