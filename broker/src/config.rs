@@ -145,6 +145,16 @@ pub struct BrokerConfig {
     /// Stop popping a queue with too many messages in flight (false): not in sluice,
     /// refused at start.
     pub enable_pop_message_threshold: bool,
+    /// Pop checkpoints kept in memory while their batch may be acked soon, written only
+    /// when it is not (`enablePopBufferMerge`; true here, false in RocketMQ, whose
+    /// buffer answers acks before they are kept).
+    pub enable_pop_buffer_merge: bool,
+    /// How long a checkpoint stays in memory unacked before it is written, ms
+    /// (`popCkStayBufferTime`, 10000).
+    pub pop_ck_stay_buffer_time: i64,
+    /// Most checkpoints in memory (`popCkMaxBufferSize`, 200000); past it they are
+    /// written at once.
+    pub pop_ck_max_buffer_size: usize,
     /// Most pops held for long polling (100000).
     pub max_pop_polling_size: usize,
     /// Most pops held per topic, group and queue (1024).
@@ -270,6 +280,9 @@ impl Default for BrokerConfig {
             default_pop_share_queue_num: -1,
             pop_consumer_kv_service_enable: false,
             enable_pop_message_threshold: false,
+            enable_pop_buffer_merge: true,
+            pop_ck_stay_buffer_time: 10_000,
+            pop_ck_max_buffer_size: 200_000,
             max_pop_polling_size: 100_000,
             pop_polling_size: 1024,
             cg_cold_read_threshold: 3 * 1024 * 1024,
@@ -381,20 +394,17 @@ pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
     "timerEnableRetryUntilSuccess",
     "timerInterceptDelayLevel",
     "timerColdDataCheckIntervalMs",
-    // POP tuning that sluice's design has no use for: no in-memory checkpoint merge
-    // (checkpoints and acks are always written, and answered once durable — appendCkAsync
-    // and appendAckAsync never apply), one revive task, no thread pools, no re-put limit
-    // (a failed revive is retried, never dropped).
+    // POP tuning that sluice's design has no use for: acks and checkpoints are answered
+    // once kept (appendCkAsync and appendAckAsync never apply), the buffer's timeouts
+    // are its own, one revive task, no thread pools, no re-put limit (a failed revive is
+    // retried, never dropped).
     "popPollingMapSize",
     "reviveMaxSlow",
     "reviveScanTime",
     "enableSkipLongAwaitingAck",
     "reviveAckWaitMs",
     "enablePopLog",
-    "enablePopBufferMerge",
-    "popCkStayBufferTime",
     "popCkStayBufferTimeOut",
-    "popCkMaxBufferSize",
     "popCkOffsetMaxQueueSize",
     "enablePopBatchAck",
     "popLongPollingForceNotifyInterval",

@@ -25,6 +25,7 @@
 //! `processor::pop` and `processor::ack`.
 
 pub mod ack_merge;
+pub mod ck_buffer;
 pub mod order_info;
 pub mod queues;
 pub mod records;
@@ -48,6 +49,7 @@ pub struct PopService {
     next_revive_queue: AtomicU32,
     revive: revive::ReviveService,
     acks: ack_merge::AckMerger,
+    buffer: Arc<ck_buffer::CheckpointBuffer>,
 }
 
 impl PopService {
@@ -56,6 +58,7 @@ impl PopService {
     pub fn new(broker: Arc<Broker>, timer: Arc<TimerService>) -> Arc<Self> {
         Arc::new(PopService {
             revive: revive::ReviveService::default(),
+            buffer: ck_buffer::CheckpointBuffer::new(Arc::clone(&broker), Arc::clone(&timer)),
             broker,
             timer,
             queues: PopQueues::default(),
@@ -74,6 +77,12 @@ impl PopService {
     #[must_use]
     pub fn timer(&self) -> &Arc<TimerService> {
         &self.timer
+    }
+
+    /// The checkpoints kept in memory and the pop offsets' committer.
+    #[must_use]
+    pub fn buffer(&self) -> &Arc<ck_buffer::CheckpointBuffer> {
+        &self.buffer
     }
 
     /// The per-queue pop state.
@@ -99,21 +108,23 @@ impl PopService {
         request: &remoting::RemotingCommand,
     ) {
         self.acks
-            .submit(&self.broker, &self.timer, key, offset, channel, request);
+            .submit(&self.buffer, key, offset, channel, request);
     }
 
     /// A burst of requests ended: writes and answers the acks it brought.
     pub fn end_burst(&self) {
-        self.acks.flush(&self.broker, &self.timer);
+        self.acks.flush(&self.buffer);
     }
 
     /// Starts reviving (a master's job).
     pub fn start_revive(self: &Arc<Self>) {
+        self.buffer.start();
         self.revive.start(self);
     }
 
     /// Stops reviving (demotion, shutdown).
     pub fn stop_revive(&self) {
+        self.buffer.stop();
         self.revive.stop();
     }
 }

@@ -298,18 +298,12 @@ fn start_long_polling(role: &Arc<Role>) -> Vec<tokio::task::JoinHandle<()>> {
     )
 }
 
-/// Runs a woken pop again: answered now, once its checkpoints are durable, or held again
+/// Runs a woken pop again: answered now, or held again
 /// (it found nothing before its deadline).
 fn rerun_pop(pop: &Arc<crate::pop::PopService>, held: crate::pull_hold::HeldPull) {
     match processor::pop::execute(pop, &held.channel, &held.request) {
         processor::pop::Popped::Now(response) => {
             let _ = held.channel.send_late(response.answering(&held.request));
-        }
-        processor::pop::Popped::Later(response) => {
-            tokio::spawn(async move {
-                let response = response.await;
-                let _ = held.channel.send_late(response.answering(&held.request));
-            });
         }
         processor::pop::Popped::Held => {}
     }

@@ -664,3 +664,113 @@ async fn a_held_pop_without_a_born_time_times_out_at_its_poll_time() {
     );
     b.stop().await;
 }
+
+/// Records parked in the timer wheel so far (every revive-log record goes there first).
+fn parked_records(b: &Running) -> u64 {
+    b.broker
+        .store
+        .max_offset_in_queue(broker::timer::TIMER_TOPIC, 0)
+}
+
+fn committed(b: &Running, queue_id: i32) -> i64 {
+    b.broker.offsets.query(GROUP, TOPIC, queue_id).unwrap_or(-1)
+}
+
+/// Batches acked while their checkpoints are still in memory (`pop::ck_buffer`) write
+/// no record at all: the offset passes them, and a restart does not bring them back.
+#[tokio::test]
+async fn batches_acked_in_memory_write_nothing_and_stay_acked() {
+    let b = started().await;
+    send_n(&b, 39).await;
+    let before = parked_records(&b);
+    let got = pop_until(&b, 40, 60_000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 40, "{got:?}");
+    let answers = futures::future::join_all(got.iter().map(|p| ack(&b, p))).await;
+    for r in &answers {
+        assert_eq!(r.code(), 0, "{:?}", r.remark());
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        parked_records(&b),
+        before,
+        "no checkpoint and no ack written"
+    );
+    for q in 0..4 {
+        let max = b.broker.store.max_offset_in_queue(TOPIC, q);
+        assert_eq!(committed(&b, q), i64::try_from(max).unwrap(), "queue {q}");
+    }
+    let b = b
+        .restart(|c, _| {
+            c.revive_interval = 200;
+            c.pop_from_retry_probability = 0;
+        })
+        .await;
+    let again = pop_until(&b, 1, 60_000, Duration::from_millis(800)).await;
+    assert!(again.is_empty(), "acked messages came back: {again:?}");
+    b.stop().await;
+}
+
+/// A batch only in memory when the broker goes away is popped again from the queue:
+/// its offset was never committed past it.
+#[tokio::test]
+async fn buffered_batches_not_acked_before_a_restart_are_popped_again() {
+    let b = started().await;
+    send_n(&b, 7).await;
+    let got = pop_until(&b, 8, 60_000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 8);
+    let b = b
+        .restart(|c, _| {
+            c.revive_interval = 200;
+            c.pop_from_retry_probability = 0;
+        })
+        .await;
+    let back = pop_until(&b, 8, 60_000, Duration::from_secs(5)).await;
+    let mut want: Vec<Vec<u8>> = got.iter().map(|p| p.body.clone()).collect();
+    let mut came: Vec<Vec<u8>> = back.iter().map(|p| p.body.clone()).collect();
+    want.sort();
+    came.sort();
+    assert_eq!(came, want, "every un-acked message is popped again");
+    assert!(
+        back.iter().all(|p| p.reconsume_times == 0),
+        "from the queue itself"
+    );
+    b.stop().await;
+}
+
+/// A batch not fully acked within its stay in memory is written with what was acked
+/// (`bAck`): the rest comes back after the invisible time, the acked ones do not, and
+/// the partial ack was answered only once kept.
+#[tokio::test]
+async fn a_partly_acked_buffered_batch_is_written_and_its_rest_revived() {
+    let b = Running::start(|c, _| {
+        c.revive_interval = 200;
+        c.pop_from_retry_probability = 0;
+        c.pop_ck_stay_buffer_time = 600;
+    })
+    .await;
+    assert_eq!(b.send(TOPIC, 0, b"create", "").await.code(), 0);
+    send_n(&b, 7).await;
+    let before = parked_records(&b);
+    let got = pop_until(&b, 8, 4_000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 8);
+    assert!(
+        b.role.pop().buffer().buffered() > 0,
+        "the batches are held in memory at first"
+    );
+    let (acked, rest): (Vec<_>, Vec<_>) = got.iter().partition(|p| p.offset % 2 == 0);
+    for p in &acked {
+        assert_eq!(ack(&b, p).await.code(), 0);
+    }
+    assert!(
+        parked_records(&b) > before,
+        "the partly acked batches were written before their acks were answered"
+    );
+    let back = pop_until(&b, rest.len(), 60_000, Duration::from_secs(15)).await;
+    let mut want: Vec<Vec<u8>> = rest.iter().map(|p| p.body.clone()).collect();
+    let mut came: Vec<Vec<u8>> = back.iter().map(|p| p.body.clone()).collect();
+    want.sort();
+    came.sort();
+    assert_eq!(came, want, "exactly the un-acked messages come back");
+    assert!(back.iter().all(|p| p.reconsume_times == 1));
+    b.stop().await;
+}

@@ -11,8 +11,9 @@
 //! BATCH_ACK_MESSAGE writes), so the log stays readable by Apache's revive service.
 //!
 //! Nothing waits for a timer: the merge happens at the end of the burst the acks came
-//! in, so a lone ack is written as soon as it was handled, as before. Each ack is
-//! answered once its record is as durable as the role requires, never before.
+//! in. A batch still in memory (`pop::ck_buffer`) takes its acks there and needs no
+//! record; any other gets one. Each ack is answered once it is kept (its record as
+//! durable as the role requires, or the offset past its batch), never before.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -22,6 +23,9 @@ use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::PutMessageStatus;
 use tracing::debug;
 
+use std::sync::Arc;
+
+use super::ck_buffer::{Acked, Answer, CheckpointBuffer, QueueKey};
 use super::records::AckRecord;
 use super::revive_log::{self, ReviveLogError};
 use crate::broker::Broker;
@@ -61,6 +65,36 @@ struct PendingAck {
     answer: Option<RemotingCommand>,
 }
 
+impl PendingAck {
+    /// The answer of this ack: its SUCCESS, or SYSTEM_ERROR with the reason.
+    fn into_answer(self) -> Answer {
+        let PendingAck {
+            channel, answer, ..
+        } = self;
+        Answer::new(move |outcome, late| {
+            let Some(success) = answer else { return };
+            let response = match outcome {
+                Ok(()) => success,
+                Err(remark) => {
+                    let mut r = RemotingCommand::response(ResponseCode::SystemError, Some(remark));
+                    r.header.opaque = success.header.opaque;
+                    r.header.flag = success.header.flag;
+                    r.serialize_type = success.serialize_type;
+                    r
+                }
+            };
+            let sent = if late {
+                channel.send_late(response)
+            } else {
+                channel.send(response)
+            };
+            if let Err(e) = sent {
+                debug!(error = %e, "ack response not sent");
+            }
+        })
+    }
+}
+
 /// The acks handled since the last burst ended, across connections.
 #[derive(Default)]
 pub struct AckMerger {
@@ -79,12 +113,11 @@ impl std::fmt::Debug for AckMerger {
 
 impl AckMerger {
     /// Queues the ack of `offset` of checkpoint `key`, received on `channel` as
-    /// `request`; it is written and answered at the end of the burst (or at once when
+    /// `request`; it is settled and answered at the end of the burst (or at once when
     /// too many are pending).
     pub fn submit(
         &self,
-        broker: &Broker,
-        timer: &TimerService,
+        buffer: &Arc<CheckpointBuffer>,
         key: CheckpointKey,
         offset: i64,
         channel: &Channel,
@@ -104,13 +137,14 @@ impl AckMerger {
             pending.len() >= MAX_PENDING
         };
         if full {
-            self.flush(broker, timer);
+            self.flush(buffer);
         }
     }
 
-    /// Writes one record per checkpoint for every pending ack and answers each ack once
-    /// its record is durable (SYSTEM_ERROR when it cannot be).
-    pub fn flush(&self, broker: &Broker, timer: &TimerService) {
+    /// Settles every pending ack, one checkpoint at a time: in the checkpoint buffer
+    /// when the batch is still in memory, else as one record per checkpoint; each ack is
+    /// answered once it is kept (SYSTEM_ERROR when it cannot be).
+    pub fn flush(&self, buffer: &Arc<CheckpointBuffer>) {
         if self.count.load(Ordering::Acquire) == 0 {
             return;
         }
@@ -119,47 +153,68 @@ impl AckMerger {
             self.count.store(0, Ordering::Release);
             std::mem::take(&mut *pending)
         };
-        let mut by_checkpoint: HashMap<CheckpointKey, Vec<PendingAck>> = HashMap::new();
+        let mut by_checkpoint: HashMap<CheckpointKey, (Vec<i64>, Vec<Answer>)> = HashMap::new();
         for ack in batch {
-            by_checkpoint.entry(ack.key.clone()).or_default().push(ack);
+            let (offsets, answers) = by_checkpoint.entry(ack.key.clone()).or_default();
+            offsets.push(ack.offset);
+            answers.push(ack.into_answer());
         }
-        for (key, acks) in by_checkpoint {
-            write(broker, timer, &key, acks);
+        for (key, (offsets, answers)) in by_checkpoint {
+            settle(buffer, &key, offsets, answers);
         }
     }
 }
 
-/// The record of `acks` (all of checkpoint `key`): `ack` for one offset, `bAck` for more.
-fn record(key: &CheckpointKey, acks: &[PendingAck]) -> AckRecord {
-    let mut offsets: Vec<i64> = acks.iter().map(|a| a.offset).collect();
-    offsets.sort_unstable();
-    offsets.dedup();
-    let (ack_offset, ack_offset_list) = match offsets.as_slice() {
-        [one] => (*one, None),
-        _ => (-1, Some(offsets)),
+/// Settles the acks of `offsets` of checkpoint `key`: in memory when the batch is
+/// buffered, else by one record.
+pub fn settle(
+    buffer: &Arc<CheckpointBuffer>,
+    key: &CheckpointKey,
+    offsets: Vec<i64>,
+    answers: Vec<Answer>,
+) {
+    let queue = QueueKey {
+        topic: key.topic.clone(),
+        group: key.group.clone(),
+        queue_id: key.queue_id,
     };
+    let answers = match buffer.ack(&queue, key.start_offset, key.pop_time, &offsets, answers) {
+        Acked::Taken => return,
+        Acked::NotBuffered(answers) => answers,
+    };
+    write(buffer.broker(), buffer.timer(), key, offsets, answers);
+}
+
+/// The record of `offsets` (all of checkpoint `key`).
+fn record(key: &CheckpointKey, offsets: Vec<i64>) -> AckRecord {
     AckRecord {
-        ack_offset,
-        ack_offset_list,
         broker_name: Some(key.broker_name.clone()),
         group: key.group.clone(),
         pop_time: key.pop_time,
         queue_id: key.queue_id,
         start_offset: key.start_offset,
         topic: key.topic.clone(),
+        ..AckRecord::default()
     }
+    .with_offsets(offsets)
 }
 
-fn write(broker: &Broker, timer: &TimerService, key: &CheckpointKey, acks: Vec<PendingAck>) {
-    let ack = record(key, &acks);
+fn write(
+    broker: &Broker,
+    timer: &TimerService,
+    key: &CheckpointKey,
+    offsets: Vec<i64>,
+    answers: Vec<Answer>,
+) {
+    let ack = record(key, offsets);
     match revive_log::put_ack(broker, timer, &ack, key.revive_qid, key.deliver_ms) {
-        Err(e) => answer(acks, Err(e), false),
+        Err(e) => answer(answers, Err(e), false),
         Ok(written) => match written.durable.ready() {
-            Some(status) => answer(acks, Ok(status), false),
+            Some(status) => answer(answers, Ok(status), false),
             None => {
                 tokio::spawn(async move {
                     let status = written.durable.await;
-                    answer(acks, Ok(status), true);
+                    answer(answers, Ok(status), true);
                 });
             }
         },
@@ -167,7 +222,7 @@ fn write(broker: &Broker, timer: &TimerService, key: &CheckpointKey, acks: Vec<P
 }
 
 /// Answers every ack of one record with what became of it.
-fn answer(acks: Vec<PendingAck>, outcome: Result<PutMessageStatus, ReviveLogError>, late: bool) {
+fn answer(answers: Vec<Answer>, outcome: Result<PutMessageStatus, ReviveLogError>, late: bool) {
     let refusal = match outcome {
         Ok(status) if status.is_ok() => None,
         Ok(status) => Some(format!(
@@ -176,29 +231,8 @@ fn answer(acks: Vec<PendingAck>, outcome: Result<PutMessageStatus, ReviveLogErro
         )),
         Err(e) => Some(e.to_string()),
     };
-    for ack in acks {
-        let Some(success) = ack.answer else {
-            continue;
-        };
-        let response = match &refusal {
-            None => success,
-            Some(remark) => {
-                let mut r =
-                    RemotingCommand::response(ResponseCode::SystemError, Some(remark.clone()));
-                r.header.opaque = success.header.opaque;
-                r.header.flag = success.header.flag;
-                r.serialize_type = success.serialize_type;
-                r
-            }
-        };
-        let sent = if late {
-            ack.channel.send_late(response)
-        } else {
-            ack.channel.send(response)
-        };
-        if let Err(e) = sent {
-            debug!(error = %e, "ack response not sent");
-        }
+    for a in answers {
+        a.send(refusal.clone().map_or(Ok(()), Err), late);
     }
 }
 
@@ -241,18 +275,10 @@ mod tests {
 
     #[test]
     fn one_offset_is_an_ack_more_are_a_batch_ack_with_each_offset_once() {
-        let (ch, _rx) = channel();
         let k = key();
-        let one = record(&k, &[pending(&k, 105, &ch, 1)]);
+        let one = record(&k, vec![105]);
         assert_eq!((one.ack_offset, one.ack_offset_list), (105, None));
-        let many = record(
-            &k,
-            &[
-                pending(&k, 107, &ch, 1),
-                pending(&k, 101, &ch, 2),
-                pending(&k, 107, &ch, 3),
-            ],
-        );
+        let many = record(&k, vec![107, 101, 107]);
         assert_eq!(many.ack_offset, -1);
         assert_eq!(many.ack_offset_list, Some(vec![101, 107]));
         assert_eq!(
@@ -267,12 +293,15 @@ mod tests {
         let (ch, mut rx) = channel();
         let k = key();
         answer(
-            vec![pending(&k, 101, &ch, 7), pending(&k, 102, &ch, 8)],
+            vec![
+                pending(&k, 101, &ch, 7).into_answer(),
+                pending(&k, 102, &ch, 8).into_answer(),
+            ],
             Ok(PutMessageStatus::PutOk),
             false,
         );
         answer(
-            vec![pending(&k, 103, &ch, 9)],
+            vec![pending(&k, 103, &ch, 9).into_answer()],
             Ok(PutMessageStatus::FlushDiskTimeout),
             false,
         );

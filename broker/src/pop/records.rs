@@ -193,6 +193,33 @@ pub struct AckRecord {
 }
 
 impl AckRecord {
+    /// The ack of `offsets` of checkpoint `ck` (see [`with_offsets`](Self::with_offsets)).
+    #[must_use]
+    pub fn of_checkpoint(ck: &CheckPoint, offsets: Vec<i64>) -> Self {
+        AckRecord {
+            broker_name: ck.broker_name.clone(),
+            group: ck.group.clone(),
+            pop_time: ck.pop_time,
+            queue_id: ck.queue_id,
+            start_offset: ck.start_offset,
+            topic: ck.topic.clone(),
+            ..AckRecord::default()
+        }
+        .with_offsets(offsets)
+    }
+
+    /// Acking `offsets`: an `ack` for one offset, a `bAck` for more (each offset once).
+    #[must_use]
+    pub fn with_offsets(mut self, mut offsets: Vec<i64>) -> Self {
+        offsets.sort_unstable();
+        offsets.dedup();
+        (self.ack_offset, self.ack_offset_list) = match offsets.as_slice() {
+            [one] => (*one, None),
+            _ => (-1, Some(offsets)),
+        };
+        self
+    }
+
     /// The JSON body.
     #[must_use]
     pub fn to_json(&self) -> Vec<u8> {

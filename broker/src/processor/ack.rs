@@ -20,14 +20,16 @@ use remoting::protocol::pop::{
 use remoting::server::Reply;
 use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::PutMessageStatus;
+use tokio::sync::oneshot;
 
 use super::{Refusal, success};
 use crate::broker::Broker;
 use crate::durability::Durable;
 use crate::pop::PopService;
-use crate::pop::ack_merge::CheckpointKey;
+use crate::pop::ack_merge::{self, CheckpointKey};
+use crate::pop::ck_buffer::Answer;
 use crate::pop::order_info::OrderedAck;
-use crate::pop::records::{AckRecord, CheckPoint};
+use crate::pop::records::CheckPoint;
 use crate::pop::revive_log::{self, ReviveLogError};
 
 const FAQ_TIP: &str =
@@ -97,15 +99,28 @@ fn checkpoint_key(topic: &str, group: &str, queue_id: i32, extra: &ExtraInfo) ->
     }
 }
 
+/// What settling an ack will answer: `Ok` once it is kept.
+type Settled = oneshot::Receiver<Result<(), String>>;
+
+/// Settles the ack of `offsets` of checkpoint `key` (`pop::ack_merge::settle`).
+fn settle(pop: &PopService, key: &CheckpointKey, offsets: Vec<i64>) -> Settled {
+    let (tx, rx) = oneshot::channel();
+    let answer = Answer::new(move |outcome, _| {
+        let _ = tx.send(outcome);
+    });
+    ack_merge::settle(pop.buffer(), key, offsets, vec![answer]);
+    rx
+}
+
 /// BATCH_ACK_MESSAGE.
 pub fn batch_ack(pop: &Arc<PopService>, request: &RemotingCommand) -> Reply {
     match prepare_batch_ack(pop, request) {
-        Ok(waits) => answer_when_durable(waits, success()),
+        Ok(settled) => answer_when_settled(settled, success()),
         Err(refusal) => Reply::Now(refusal.into_response()),
     }
 }
 
-fn prepare_batch_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Durable>, Refusal> {
+fn prepare_batch_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<Settled>, Refusal> {
     let broker = pop.broker();
     let bytes = request.body.to_bytes();
     let body: Option<BatchAckMessageRequestBody> = if bytes.is_empty() {
@@ -149,41 +164,63 @@ fn prepare_batch_ack(pop: &PopService, request: &RemotingCommand) -> Result<Vec<
             }
             continue;
         }
-        let ack = AckRecord {
-            ack_offset: -1,
-            ack_offset_list: Some(offsets),
-            broker_name: Some(
-                body.broker_name
-                    .clone()
-                    .unwrap_or_else(|| this_broker.clone()),
-            ),
+        let key = CheckpointKey {
+            topic,
             group: entry.consumer_group.clone(),
-            pop_time: entry.pop_time,
             queue_id: entry.queue_id,
             start_offset: entry.start_offset,
-            topic,
+            pop_time: entry.pop_time,
+            broker_name: body
+                .broker_name
+                .clone()
+                .unwrap_or_else(|| this_broker.clone()),
+            revive_qid: entry.revive_queue_id,
+            deliver_ms: entry.pop_time.saturating_add(entry.invisible_time),
         };
-        let deliver = entry.pop_time.saturating_add(entry.invisible_time);
-        let written =
-            revive_log::put_ack(broker, pop.timer(), &ack, entry.revive_queue_id, deliver)
-                .map_err(put_refusal)?;
-        waits.push(written.durable);
+        waits.push(settle(pop, &key, offsets));
     }
     Ok(waits)
+}
+
+/// A change of invisible time: done, or the new checkpoint to wait for before the old
+/// receipt is acked.
+enum Change {
+    Done(RemotingCommand),
+    Pending {
+        checkpoint: Durable,
+        old: CheckpointKey,
+        offset: i64,
+        response: RemotingCommand,
+    },
 }
 
 /// CHANGE_MESSAGE_INVISIBLETIME.
 pub fn change_invisible_time(pop: &Arc<PopService>, request: &RemotingCommand) -> Reply {
     match prepare_change(pop, request) {
-        Ok((waits, response)) => answer_when_durable(waits, response),
+        Ok(Change::Done(response)) => Reply::Now(response),
+        Ok(Change::Pending {
+            checkpoint,
+            old,
+            offset,
+            response,
+        }) => {
+            let pop = Arc::clone(pop);
+            Reply::later(async move {
+                // The message is acked in its old batch only once its new checkpoint is
+                // kept: never in neither.
+                let status = checkpoint.await;
+                if !status.is_ok() {
+                    return Some(verdict(&[status], response));
+                }
+                let settled = settle(&pop, &old, vec![offset]);
+                Some(settled_verdict(settled.await.ok(), response))
+            })
+        }
         Err(refusal) => Reply::Now(refusal.into_response()),
     }
 }
 
-fn prepare_change(
-    pop: &PopService,
-    request: &RemotingCommand,
-) -> Result<(Vec<Durable>, RemotingCommand), Refusal> {
+fn prepare_change(pop: &PopService, request: &RemotingCommand) -> Result<Change, Refusal> {
     let broker = pop.broker();
     let h: ChangeInvisibleTimeRequestHeader = request.decode_header()?;
     check_queue(broker, &h.topic, h.queue_id, &h.consumer_group)?;
@@ -194,7 +231,7 @@ fn prepare_change(
     let extra = parse_extra(&h.extra_info)?;
     let now = crate::clock::now_ms();
     if extra.is_order() {
-        return Ok((Vec::new(), change_orderly(pop, &h, &extra, now)));
+        return Ok(Change::Done(change_orderly(pop, &h, &extra, now)));
     }
     // The message alone, due again after the new invisible time...
     let ck = CheckPoint {
@@ -212,63 +249,57 @@ fn prepare_change(
     let ck_written = revive_log::put_checkpoint(broker, pop.timer(), &ck, extra.revive_qid)
         .map_err(put_refusal)?;
     // ...and no longer due with its old batch.
-    let ack_written = ack_receipt(
-        pop,
-        &h.topic,
-        &h.consumer_group,
-        h.queue_id,
-        h.offset,
-        &extra,
-    )?;
     let header = ChangeInvisibleTimeResponseHeader {
         pop_time: now,
         invisible_time: h.invisible_time,
         revive_qid: extra.revive_qid,
     };
-    Ok((
-        vec![ck_written.durable, ack_written],
-        success().with_header(&header),
-    ))
+    Ok(Change::Pending {
+        checkpoint: ck_written.durable,
+        old: checkpoint_key(&h.topic, &h.consumer_group, h.queue_id, &extra),
+        offset: h.offset,
+        response: success().with_header(&header),
+    })
 }
 
-/// Writes the ack of `offset` of the batch `extra` names, due with its checkpoint.
-fn ack_receipt(
-    pop: &PopService,
-    topic: &str,
-    group: &str,
-    queue_id: i32,
-    offset: i64,
-    extra: &ExtraInfo,
-) -> Result<Durable, Refusal> {
-    let ack = AckRecord {
-        ack_offset: offset,
-        ack_offset_list: None,
-        broker_name: Some(extra.broker_name.clone()),
-        group: group.to_owned(),
-        pop_time: extra.pop_time,
-        queue_id,
-        start_offset: extra.ck_queue_offset,
-        topic: topic.to_owned(),
-    };
-    let deliver = extra.pop_time.saturating_add(extra.invisible_time);
-    revive_log::put_ack(pop.broker(), pop.timer(), &ack, extra.revive_qid, deliver)
-        .map(|w| w.durable)
-        .map_err(put_refusal)
-}
-
-/// `response` once every wait succeeded, else SYSTEM_ERROR naming the first failure.
-fn answer_when_durable(waits: Vec<Durable>, response: RemotingCommand) -> Reply {
-    let ready: Option<Vec<PutMessageStatus>> = waits.iter().map(Durable::ready).collect();
-    if let Some(statuses) = ready {
-        return Reply::Now(verdict(&statuses, response));
+/// `response` once every ack is kept, else SYSTEM_ERROR naming the first failure.
+fn answer_when_settled(settled: Vec<Settled>, response: RemotingCommand) -> Reply {
+    let mut response = response;
+    let mut waiting = Vec::new();
+    for mut rx in settled {
+        match rx.try_recv() {
+            Ok(outcome) => response = settled_verdict(Some(outcome), response),
+            Err(oneshot::error::TryRecvError::Empty) => waiting.push(rx),
+            Err(oneshot::error::TryRecvError::Closed) => {
+                response = settled_verdict(None, response);
+            }
+        }
+    }
+    if waiting.is_empty() {
+        return Reply::Now(response);
     }
     Reply::later(async move {
-        let mut statuses = Vec::with_capacity(waits.len());
-        for w in waits {
-            statuses.push(w.await);
+        for rx in waiting {
+            response = settled_verdict(rx.await.ok(), response);
         }
-        Some(verdict(&statuses, response))
+        Some(response)
     })
+}
+
+/// `response` when the ack was kept (and `response` is not a refusal already), else
+/// SYSTEM_ERROR with the reason (`None`: dropped unanswered).
+fn settled_verdict(
+    outcome: Option<Result<(), String>>,
+    response: RemotingCommand,
+) -> RemotingCommand {
+    if response.code() != ResponseCode::Success.code() {
+        return response;
+    }
+    match outcome {
+        Some(Ok(())) => response,
+        Some(Err(remark)) => Refusal::system(remark).into_response(),
+        None => Refusal::system("the ack was dropped before it was kept").into_response(),
+    }
 }
 
 fn verdict(statuses: &[PutMessageStatus], response: RemotingCommand) -> RemotingCommand {

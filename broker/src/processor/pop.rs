@@ -4,18 +4,17 @@
 //! pops, else when the topic did not fill the batch), records a checkpoint per queue
 //! read, and moves the group's offset past the batch.
 //!
-//! The response leaves once every checkpoint of it is as durable as the role requires;
-//! the offsets are committed then, so a committed offset never passes messages whose
-//! checkpoint could still be lost. A pop that finds nothing is held (long polling) until
-//! a matching message arrives or `pollTime` passes.
+//! The checkpoints go to `pop::ck_buffer`, which keeps them in memory while the batch
+//! may be acked soon and commits the offsets: past a batch only once it is acked or its
+//! checkpoint durable, so a committed offset never passes messages a crash could lose.
+//! A pop that finds nothing is held (long polling) until a matching message arrives or
+//! `pollTime` passes.
 //!
 //! Orderly pops (`order=true`) write no checkpoint and read no retry topic: a queue
 //! is locked to its last batch (`pop::order_info`) until that is acked or visible
 //! again, the offset committed is the batch's start, and the response carries each
 //! message's delivery count (`orderCountInfo`).
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -34,12 +33,11 @@ use store::GetMessageStatus;
 use super::pull::property_filter_off;
 use super::{Refusal, as_i64, success};
 use crate::broker::Broker;
-use crate::durability::Durable;
 use crate::filter::{SqlFilter, SubscriptionFilter, TagFilter, is_tag_type};
 use crate::pop::PopService;
+use crate::pop::ck_buffer::{BufferSettings, QueueKey};
 use crate::pop::queues::QueueLock;
 use crate::pop::records::CheckPoint;
-use crate::pop::revive_log;
 use crate::pull_hold::HeldPull;
 
 /// RocketMQ 5's FAQ suffix of these remarks.
@@ -56,8 +54,6 @@ const TOO_LATE_MS: i64 = 500;
 pub enum Popped {
     /// The response.
     Now(RemotingCommand),
-    /// The response, once the checkpoints are durable.
-    Later(Pin<Box<dyn Future<Output = RemotingCommand> + Send>>),
     /// Held for long polling; answered when woken.
     Held,
 }
@@ -66,7 +62,6 @@ impl std::fmt::Debug for Popped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Popped::Now(r) => f.debug_tuple("Popped::Now").field(&r.code()).finish(),
-            Popped::Later(_) => f.write_str("Popped::Later"),
             Popped::Held => f.write_str("Popped::Held"),
         }
     }
@@ -77,7 +72,6 @@ pub fn process(pop: &Arc<PopService>, channel: &Channel, mut request: RemotingCo
     stamp_born_time(&mut request);
     match execute(pop, channel, &request) {
         Popped::Now(r) => Reply::Now(r),
-        Popped::Later(f) => Reply::later(async move { Some(f.await) }),
         Popped::Held => Reply::Nothing,
     }
 }
@@ -116,8 +110,6 @@ struct Share {
 #[derive(Default)]
 struct Collected {
     shares: Vec<Share>,
-    /// Offsets to commit once their durability wait ends: (topic, queue, offset).
-    commits: Vec<(String, i32, i64, Durable)>,
     rest: i64,
     found: usize,
     /// Orderly pops: the delivery counts of the messages popped.
@@ -135,6 +127,7 @@ struct Ctx<'a> {
     revive_qid: i32,
     broker_name: String,
     order: bool,
+    buffer: BufferSettings,
 }
 
 /// The broker settings a pop reads, copied out of the config lock at its start (the
@@ -150,6 +143,7 @@ struct PopSettings {
     pop_response_return_actual_retry_topic: bool,
     max_pop_polling_size: usize,
     pop_polling_size: usize,
+    buffer: BufferSettings,
 }
 
 impl PopSettings {
@@ -166,6 +160,11 @@ impl PopSettings {
             pop_response_return_actual_retry_topic: config.pop_response_return_actual_retry_topic,
             max_pop_polling_size: config.max_pop_polling_size,
             pop_polling_size: config.pop_polling_size,
+            buffer: BufferSettings {
+                enabled: config.enable_pop_buffer_merge,
+                stay_ms: config.pop_ck_stay_buffer_time,
+                max_batches: config.pop_ck_max_buffer_size,
+            },
         }
     }
 }
@@ -223,6 +222,7 @@ fn run(
         },
         broker_name: config.broker_name.clone(),
         order,
+        buffer: config.buffer,
     };
     let random_q = super::send::random_queue(100);
     let retry_topic = {
@@ -289,10 +289,6 @@ fn run(
         ..PopMessageResponseHeader::default()
     };
     if got.found == 0 {
-        // Positions moved past filtered messages still commit (nothing to wait for
-        // but the log's durability).
-        let commits = std::mem::take(&mut got.commits);
-        spawn_commits(broker, &h.consumer_group, commits);
         let deadline = born + h.poll_time - DEADLINE_MARGIN_MS;
         if h.poll_time > 0 && now < deadline {
             return hold(
@@ -347,17 +343,7 @@ fn run(
     let mut response = success().with_header(&header);
     response.header.remark = Some("FOUND".into());
     response.body = Body::Parts(body);
-    let broker = Arc::clone(broker);
-    let group = h.consumer_group.clone();
-    let commits = got.commits;
-    if commits.iter().all(|(_, _, _, d)| d.ready().is_some()) {
-        commit_all(&broker, &group, commits);
-        return Ok(Popped::Now(response));
-    }
-    Ok(Popped::Later(Box::pin(async move {
-        commit_all_async(&broker, &group, commits).await;
-        response
-    })))
+    Ok(Popped::Now(response))
 }
 
 fn wanted(h: &PopMessageRequestHeader) -> usize {
@@ -451,6 +437,9 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
     ) {
         // The position is gone (expired, or beyond the end): move it and read again.
         let corrected = as_i64(result.next_begin_offset);
+        ctx.pop
+            .buffer()
+            .reset_queue(&queue_key(topic, group, queue_id));
         broker
             .offsets
             .commit_journaled(group, topic, queue_id, corrected);
@@ -483,12 +472,14 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
             topic: topic.to_owned(),
             ..CheckPoint::default()
         };
-        match revive_log::put_checkpoint(broker, ctx.pop.timer(), &ck, ctx.revive_qid) {
-            Ok(written) => {
+        match ctx
+            .pop
+            .buffer()
+            .popped(ck, ctx.revive_qid, next, ctx.buffer)
+        {
+            Ok(()) => {
                 lock.set_in_flight_end(next);
                 got.found += offsets.len();
-                got.commits
-                    .push((topic.to_owned(), queue_id, next, written.durable));
                 got.shares.push(Share {
                     queue_id,
                     retry: RetryFlag::of_topic(topic),
@@ -507,9 +498,9 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
     } else if next > offset {
         // Only filtered or holey units: move past them.
         lock.set_in_flight_end(next);
-        let end = broker.store.commit_log().max_offset();
-        got.commits
-            .push((topic.to_owned(), queue_id, next, broker.durable_to(end)));
+        ctx.pop
+            .buffer()
+            .skipped(&queue_key(topic, group, queue_id), offset, next);
     }
 }
 
@@ -545,6 +536,9 @@ fn pop_offset(
     let group = &ctx.h.consumer_group;
     if broker.offsets.has_pending_reset(group, topic, queue_id) {
         if let Some(reset) = broker.offsets.take_pending_reset(group, topic, queue_id) {
+            ctx.pop
+                .buffer()
+                .reset_queue(&queue_key(topic, group, queue_id));
             broker
                 .offsets
                 .commit_journaled(group, topic, queue_id, reset);
@@ -763,42 +757,10 @@ fn as_popped_retry(bytes: &Bytes, topic: &str, extra: &ExtraInfo) -> Option<Byte
     Some(Bytes::from(buf))
 }
 
-fn commit_all(broker: &Broker, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
-    for (topic, queue_id, offset, durable) in commits {
-        if durable.ready().is_some_and(|s| s.is_ok()) {
-            broker
-                .offsets
-                .advance_journaled(group, &topic, queue_id, offset);
-        }
+fn queue_key(topic: &str, group: &str, queue_id: i32) -> QueueKey {
+    QueueKey {
+        topic: topic.to_owned(),
+        group: group.to_owned(),
+        queue_id,
     }
-}
-
-async fn commit_all_async(broker: &Broker, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
-    for (topic, queue_id, offset, durable) in commits {
-        let status = durable.await;
-        if status.is_ok() {
-            broker
-                .offsets
-                .advance_journaled(group, &topic, queue_id, offset);
-        } else {
-            // The checkpoint is in the log (it revives the batch); the offset stays,
-            // and the next batch's commit, once durable, covers this one.
-            log_limit::limited!(
-                warn!(%topic, queue_id, status = status.rocketmq().as_str(), "pop checkpoint not durable; offset not committed")
-            );
-        }
-    }
-}
-
-fn spawn_commits(broker: &Arc<Broker>, group: &str, commits: Vec<(String, i32, i64, Durable)>) {
-    if commits.is_empty() {
-        return;
-    }
-    if commits.iter().all(|(_, _, _, d)| d.ready().is_some()) {
-        commit_all(broker, group, commits);
-        return;
-    }
-    let broker = Arc::clone(broker);
-    let group = group.to_owned();
-    tokio::spawn(async move { commit_all_async(&broker, &group, commits).await });
 }
