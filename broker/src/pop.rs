@@ -122,7 +122,7 @@ impl PopService {
         self.revive.start(self);
     }
 
-    /// Stops reviving (demotion, shutdown).
+    /// Stops reviving (demotion, shutdown), writing the checkpoints kept in memory.
     pub fn stop_revive(&self) {
         self.buffer.stop();
         self.revive.stop();

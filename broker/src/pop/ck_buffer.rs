@@ -47,7 +47,7 @@ use crate::timer::TimerService;
 
 /// How long an ack answer may wait for the rest of its batch, or for earlier batches of
 /// its queue, before the records are written instead.
-pub const ANSWER_HOLD_MS: i64 = 20;
+pub const ANSWER_HOLD_MS: i64 = 5;
 /// A buffered checkpoint is written at least this long before its revive time (the
 /// timer wheel must have it before the second ahead of its revive time).
 const WRITE_MARGIN_MS: i64 = CK_AHEAD_MS + 2_000;
@@ -415,13 +415,21 @@ impl Inner {
         (jobs, answers)
     }
 
-    /// Forgets everything (the broker stops popping): the answers still waiting.
-    fn drain(&mut self) -> Vec<Answer> {
+    /// Forgets every queue with a batch still only in memory (the broker stops
+    /// popping and could not write it): the answers waiting there.
+    fn drain_buffered(&mut self) -> Vec<Answer> {
         self.due.clear();
         self.buffered = 0;
-        self.queues
-            .drain()
-            .flat_map(|(_, q)| q.into_iter().flat_map(|b| b.answers))
+        let stuck: Vec<Arc<QueueKey>> = self
+            .queues
+            .iter()
+            .filter(|(_, q)| q.iter().any(|b| matches!(b.state, State::Buffered(_))))
+            .map(|(k, _)| Arc::clone(k))
+            .collect();
+        stuck
+            .iter()
+            .filter_map(|k| self.queues.remove(k))
+            .flat_map(|q| q.into_iter().flat_map(|b| b.answers))
             .collect()
     }
 }
@@ -588,11 +596,21 @@ impl CheckpointBuffer {
         self.switch.start(|| tokio::spawn(flusher(weak)));
     }
 
-    /// Stops it and forgets every batch: their messages are popped again from the
-    /// committed offsets; waiting acks are refused.
-    pub fn stop(&self) {
+    /// Stops it (demotion, shutdown): every batch still in memory is written, so its
+    /// messages stay invisible across a restart or a move of the store, and the offsets
+    /// pass them once durable. What cannot be written (a slave's store) is forgotten:
+    /// popped again from the committed offsets, its waiting acks refused.
+    pub fn stop(self: &Arc<Self>) {
         self.switch.stop();
-        let answers = self.inner.lock().drain();
+        let jobs = {
+            let mut inner = self.inner.lock();
+            let keys: Vec<Arc<QueueKey>> = inner.queues.keys().cloned().collect();
+            keys.iter()
+                .flat_map(|k| inner.take_through(k, None))
+                .collect::<Vec<_>>()
+        };
+        self.write_jobs(jobs);
+        let answers = self.inner.lock().drain_buffered();
         for a in answers {
             a.send(Err("the broker stopped serving pops".into()), true);
         }
