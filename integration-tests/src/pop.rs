@@ -3,6 +3,7 @@
 //! messages of a response with the receipts a client builds from its header, and the acks
 //! (one ACK_MESSAGE per message, or one BATCH_ACK_MESSAGE of many).
 
+use bytes::Bytes;
 use message::properties;
 use message::properties::keys::UNIQ_KEY;
 use message::record::{self, Record};
@@ -25,8 +26,8 @@ pub struct PoppedMessage {
     pub queue_id: i32,
     /// The queue offset to ack.
     pub offset: i64,
-    /// The body.
-    pub body: Vec<u8>,
+    /// The body (a slice of the response).
+    pub body: Bytes,
     /// Deliveries before this one.
     pub reconsume_times: i32,
     /// The producer's message id (`UNIQ_KEY`), kept by a redelivery.
@@ -82,23 +83,33 @@ pub fn popped(
     let body = response.body.to_bytes();
     let mut out = Vec::new();
     let mut at = 0;
+    // The offset-info key of the last message's queue (most pops read one or two).
+    let mut last_key: Option<(RetryFlag, i32, String)> = None;
     while at < body.len() {
         let Ok(Some(Record::Message(m))) = record::decode(&body[at..]) else {
             return Err(format!("pop body does not decode at {at}"));
         };
+        // Where the body lies in the response, to hand it out without a copy.
+        let body_at = at + (m.body.as_ptr().addr() - body[at..].as_ptr().addr());
         at += m.total_size as usize;
-        let props = m.properties_str().into_owned();
+        let props = m.properties_str();
         let offset = i64::try_from(m.queue_offset).map_err(|e| e.to_string())?;
         let extra = match properties::get(&props, POP_CK) {
             Some(ck) => ExtraInfo::parse(ck).map_err(|e| e.to_string())?,
             None => {
                 let flag = RetryFlag::of_topic(m.topic);
-                let key = format!("{}@{}", flag.as_str(), m.queue_id);
-                if !msgs.get(&key).is_some_and(|o| o.contains(&offset)) {
+                let key = match &last_key {
+                    Some((f, q, k)) if *f == flag && *q == m.queue_id => k.as_str(),
+                    _ => {
+                        let k = format!("{}@{}", flag.as_str(), m.queue_id);
+                        &last_key.insert((flag, m.queue_id, k)).2
+                    }
+                };
+                if !msgs.get(key).is_some_and(|o| o.contains(&offset)) {
                     return Err(format!("offset {offset} not in msgOffsetInfo {key}"));
                 }
                 ExtraInfo {
-                    ck_queue_offset: *starts.get(&key).ok_or("no startOffsetInfo")?,
+                    ck_queue_offset: *starts.get(key).ok_or("no startOffsetInfo")?,
                     pop_time: h.pop_time,
                     invisible_time: h.invisible_time,
                     revive_qid: h.revive_qid,
@@ -114,7 +125,7 @@ pub fn popped(
             queue_id: extra.queue_id,
             offset: extra.queue_offset.unwrap_or(offset),
             extra,
-            body: m.body.to_vec(),
+            body: body.slice(body_at..body_at + m.body.len()),
             reconsume_times: m.reconsume_times,
             uniq_key: properties::get(&props, UNIQ_KEY).map(str::to_owned),
         });

@@ -49,7 +49,7 @@ fn pop_and_ack_half(addr: &str) -> BTreeSet<String> {
         )
         .unwrap();
         for m in popped(&r, GROUP, "broker-a").unwrap() {
-            let body = String::from_utf8(m.body.clone()).unwrap();
+            let body = String::from_utf8(m.body.to_vec()).unwrap();
             let n: usize = body[1..].parse().unwrap();
             if n % 2 == 0 {
                 let a = try_request(addr, ack_request(GROUP, &m)).unwrap();
@@ -74,7 +74,7 @@ fn pop_until(addr: &str, until: Instant) -> Vec<(String, i32)> {
         for m in popped(&r, GROUP, "broker-a").unwrap() {
             let _ = try_request(addr, ack_request(GROUP, &m));
             got.push((
-                String::from_utf8(m.body.clone()).unwrap(),
+                String::from_utf8(m.body.to_vec()).unwrap(),
                 m.reconsume_times,
             ));
         }

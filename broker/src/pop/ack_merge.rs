@@ -179,7 +179,7 @@ pub fn settle(
         queue_id: key.queue_id,
     };
     let answers = match buffer.ack(&queue, key.start_offset, key.pop_time, &offsets, answers) {
-        Acked::Taken => return,
+        Acked::Taken { .. } => return,
         Acked::NotBuffered(answers) => answers,
     };
     write(buffer.broker(), buffer.timer(), key, offsets, answers);

@@ -118,8 +118,12 @@ impl Held {
 
     /// Marks `offset` acked; false when it is not one of the batch's.
     fn ack(&mut self, offset: i64) -> bool {
-        let index = (0..usize::from(self.ck.num).min(64))
-            .find(|i| self.ck.queue_offset(*i) == Some(offset));
+        let n = usize::from(self.ck.num).min(64);
+        // Most batches are contiguous: the message at `offset - start` first.
+        let guess = usize::try_from(offset - self.ck.start_offset)
+            .ok()
+            .filter(|i| *i < n && self.ck.queue_offset(*i) == Some(offset));
+        let index = guess.or_else(|| (0..n).find(|i| self.ck.queue_offset(*i) == Some(offset)));
         match index {
             Some(i) => {
                 self.acked |= 1u64 << i;
@@ -165,7 +169,10 @@ struct Job {
 #[derive(Debug)]
 pub enum Acked {
     /// Taken: the answers are sent when the ack is kept.
-    Taken,
+    Taken {
+        /// Answers were left waiting for the rest of the batch or the queue.
+        waiting: bool,
+    },
     /// The batch is not in memory (written already, or unknown): write an ack record.
     NotBuffered(Vec<Answer>),
 }
@@ -293,18 +300,28 @@ impl Inner {
         }
         let all = held.all_acked();
         b.answers.extend(answers);
+        let id = b.id;
         if all {
             b.state = State::Passable;
             self.buffered -= 1;
         }
-        if !b.answers.is_empty() && b.held_since.is_none() {
-            b.held_since = Some(now);
-            let id = b.id;
-            self.due
-                .push(Reverse((now + ANSWER_HOLD_MS, id, Arc::clone(&k))));
-        }
         let passed = if all { self.advance(&k) } else { None };
-        (Acked::Taken, passed)
+        // Answers left waiting (the rest of the batch, or an earlier batch, not acked):
+        // the flusher must look at them in time.
+        let mut waiting = false;
+        if let Some(b) = self
+            .queues
+            .get_mut(&k)
+            .and_then(|q| q.iter_mut().find(|b| b.id == id))
+        {
+            if !b.answers.is_empty() && b.held_since.is_none() {
+                b.held_since = Some(now);
+                waiting = true;
+                self.due
+                    .push(Reverse((now + ANSWER_HOLD_MS, id, Arc::clone(&k))));
+            }
+        }
+        (Acked::Taken { waiting }, passed)
     }
 
     /// The batches due by `now`, taken for writing (with the buffered ones before them),
@@ -573,9 +590,11 @@ impl CheckpointBuffer {
             .inner
             .lock()
             .ack(key, start, pop_time, offsets, answers, now);
-        if matches!(acked, Acked::Taken) {
+        if let Acked::Taken { waiting } = acked {
             self.commit(key, passed, false);
-            self.wake_by(now + ANSWER_HOLD_MS);
+            if waiting {
+                self.wake_by(now + ANSWER_HOLD_MS);
+            }
         }
         acked
     }
@@ -810,7 +829,7 @@ mod tests {
         inner.push(&key(0), 100, 104, 1_000, held(100, 4, 1_000));
         let (ok, answer) = counting();
         let (a, p) = inner.ack(&key(0), 100, 1_000, &[100, 101], vec![answer()], 1_001);
-        assert!(matches!(a, Acked::Taken));
+        assert!(matches!(a, Acked::Taken { waiting: true }));
         assert!(p.is_none(), "half acked: nothing passes");
         let (_, p) = inner.ack(&key(0), 100, 1_000, &[102, 103], vec![answer()], 1_002);
         assert_eq!(send_all(p), Some(104));
