@@ -11,17 +11,21 @@
 //! time order and a checkpoint's acks follow it within about a second.
 //!
 //! Where sluice differs (see also [`revive`]):
-//! - a pop's response leaves after its checkpoint, and an ack's after its record, is as
-//!   durable as the role requires (RocketMQ answers before either is stored);
-//! - the offset is committed only after the checkpoint is durable, in log order, so a
-//!   committed offset never covers messages whose checkpoint a crash could lose;
+//! - a checkpoint is kept in memory while its batch is likely to be acked soon
+//!   ([`ck_buffer`], RocketMQ's off-by-default `enablePopBufferMerge`, on here): a batch
+//!   acked in time writes no record at all, one that is not is written with what was
+//!   acked;
+//! - an ack is answered once it is kept — its record as durable as the role requires,
+//!   or the group's offset past its batch (RocketMQ answers before either);
+//! - the offset passes a batch only once it is acked or its checkpoint is durable, in
+//!   queue order, so a committed offset never covers messages a crash could lose;
 //! - the revive service keeps the checkpoints it has read in memory until they are
 //!   acked or due, instead of re-reading windows of the log.
 //!
 //! Layout: [`queues`] the per-queue pop locks and in-flight ends, [`order_info`] the
-//! batches of orderly pops, [`revive_log`] writes, [`ack_merge`] the single acks of a
-//! burst merged per checkpoint,
-//! [`revive`] the master-only revive service; the request handlers are
+//! batches of orderly pops, [`ck_buffer`] the checkpoints in memory and the offset
+//! commits, [`revive_log`] writes, [`ack_merge`] the single acks of a burst merged per
+//! checkpoint, [`revive`] the master-only revive service; the request handlers are
 //! `processor::pop` and `processor::ack`.
 
 pub mod ack_merge;
