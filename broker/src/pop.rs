@@ -14,7 +14,11 @@
 //! - a pop's response leaves after its checkpoint, and an ack's after its record, is as
 //!   durable as the role requires (RocketMQ answers before either is stored);
 //! - the offset is committed only after the checkpoint is durable, in log order, so a
-//!   committed offset never covers messages whose checkpoint a crash could lose;
+//!   committed offset never covers messages whose checkpoint a crash could lose; and a
+//!   crash after the checkpoint reached the log but before the commit does not hand the
+//!   batch out again under a second checkpoint (whose twin would revive it though it was
+//!   acked): the move is journaled as handed out with the checkpoint's log position and
+//!   counts after a restart whose log holds the checkpoint (`consumer_offset`);
 //! - the revive service keeps the checkpoints it has read in memory until they are
 //!   acked or due, instead of re-reading windows of the log.
 //!

@@ -486,6 +486,11 @@ fn pop_queue(ctx: &Ctx<'_>, topic: &str, queue_id: i32, got: &mut Collected) {
         match revive_log::put_checkpoint(broker, ctx.pop.timer(), &ck, ctx.revive_qid) {
             Ok(written) => {
                 lock.set_in_flight_end(next);
+                // Before the checkpoint is durable: a crash from here on must not hand
+                // the batch out again (see `consumer_offset`).
+                broker
+                    .offsets
+                    .journal_handed_out(group, topic, queue_id, next, written.end);
                 got.found += offsets.len();
                 got.commits
                     .push((topic.to_owned(), queue_id, next, written.durable));
