@@ -175,10 +175,12 @@ impl Broker {
             persist::config_path(&root, persist::SUBSCRIPTION_GROUP_JSON),
             config.auto_create_subscription_group,
         )?;
-        let offsets = ConsumerOffsetManager::load(persist::config_path(
-            &root,
-            persist::CONSUMER_OFFSET_JSON,
-        ))?;
+        // Over the recovered CommitLog: a pop's handed-out move counts if its checkpoint
+        // survived.
+        let offsets = ConsumerOffsetManager::load_over_log(
+            persist::config_path(&root, persist::CONSUMER_OFFSET_JSON),
+            Some(store.commit_log().max_offset().0),
+        )?;
         let request_modes = RequestModes::load(persist::config_path(
             &root,
             persist::MESSAGE_REQUEST_MODE_JSON,

@@ -16,6 +16,18 @@
 //! every message popped (and acked) in those seconds. RocketMQ has that window; here a
 //! `kill -9` loses nothing the journal's `write` reached. (A pull consumer's offset is
 //! its client's, committed again and again; it keeps RocketMQ's window.)
+//!
+//! A pop's offset counts once its checkpoint is durable; until then the move is only
+//! *handed out* (`p` lines, [`ConsumerOffsetManager::journal_handed_out`]), with the
+//! CommitLog end of the checkpoint record. A crash in that window (the checkpoint in the
+//! log, its pop's answer and commit not yet made) must not hand the batch out a second
+//! time under a new checkpoint — the old one would revive it after its invisible time
+//! even if the second hand-out was acked. So the replay applies a `p` line when the
+//! recovered CommitLog still holds its checkpoint (its end at or below the log's end):
+//! the batch is then the old checkpoint's alone, and comes back by revive if it was
+//! never acked. A `p` line whose checkpoint is gone (a torn tail, power loss) is
+//! dropped: the batch is handed out again, nothing is skipped. Handed-out moves not yet
+//! committed are written again after each emptying of the journal.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -36,6 +48,10 @@ fn key(topic: &str, group: &str) -> String {
     format!("{topic}{TOPIC_GROUP_SEPARATOR}{group}")
 }
 
+/// A pop's move not committed yet: (group, topic, queue) → (offset, CommitLog end of its
+/// checkpoint).
+type HandedOut = BTreeMap<(String, String, i32), (i64, u64)>;
+
 /// Consumer offsets of one broker.
 #[derive(Debug)]
 pub struct ConsumerOffsetManager {
@@ -44,8 +60,15 @@ pub struct ConsumerOffsetManager {
     pending_resets: RwLock<BTreeMap<String, BTreeMap<i32, i64>>>,
     dirty: AtomicBool,
     path: PathBuf,
-    /// The journal of the broker's own moves since the last write of the file.
-    journal: Mutex<Option<File>>,
+    /// The journal of the broker's own moves since the last write of the file, and the
+    /// handed-out moves it holds that no commit has covered yet (under its lock).
+    journal: Mutex<Journal>,
+}
+
+#[derive(Debug)]
+struct Journal {
+    file: Option<File>,
+    handed_out: HandedOut,
 }
 
 /// A journal line: `c` (set) or `a` (move forward only), group, topic, queue, offset.
@@ -59,11 +82,40 @@ fn journal_path(path: &Path) -> PathBuf {
     PathBuf::from(p)
 }
 
-/// Applies the journal's lines (a torn or foreign line is skipped) to `table`.
-fn replay(text: &str, table: &mut BTreeMap<String, BTreeMap<i32, i64>>) -> usize {
+/// A handed-out line: a pop's move to `offset`, its checkpoint ending at `log_end`.
+fn handed_out_line(group: &str, topic: &str, queue_id: i32, offset: i64, log_end: u64) -> String {
+    format!("p\t{group}\t{topic}\t{queue_id}\t{offset}\t{log_end}\n")
+}
+
+/// Applies the journal's lines (a torn or foreign line is skipped) to `table`; a
+/// handed-out line only when `log_end` is known and holds its checkpoint.
+fn replay(
+    text: &str,
+    table: &mut BTreeMap<String, BTreeMap<i32, i64>>,
+    log_end: Option<u64>,
+) -> usize {
     let mut n = 0;
     for line in text.lines() {
         let f: Vec<&str> = line.split('\t').collect();
+        if let ["p", group, topic, queue_id, offset, ck_end] = f.as_slice() {
+            let (Ok(queue_id), Ok(offset), Ok(ck_end)) = (
+                queue_id.parse::<i32>(),
+                offset.parse::<i64>(),
+                ck_end.parse::<u64>(),
+            ) else {
+                continue;
+            };
+            if log_end.is_some_and(|end| ck_end <= end) {
+                let current = table
+                    .entry(key(topic, group))
+                    .or_default()
+                    .entry(queue_id)
+                    .or_insert(-1);
+                *current = (*current).max(offset);
+                n += 1;
+            }
+            continue;
+        }
         let [kind, group, topic, queue_id, offset] = f.as_slice() else {
             continue;
         };
@@ -87,11 +139,21 @@ fn replay(text: &str, table: &mut BTreeMap<String, BTreeMap<i32, i64>>) -> usize
 }
 
 impl ConsumerOffsetManager {
-    /// Loads consumerOffset.json (or its `.bak`).
+    /// Loads consumerOffset.json (or its `.bak`) and its journal, without the handed-out
+    /// moves (no CommitLog to check them against).
     ///
     /// # Errors
     /// The file exists but neither it nor its `.bak` parses.
     pub fn load(path: PathBuf) -> Result<Self, ConfigFileError> {
+        Self::load_over_log(path, None)
+    }
+
+    /// Loads consumerOffset.json (or its `.bak`) and its journal, applying the handed-out
+    /// moves whose checkpoint lies within the recovered CommitLog's `log_end`.
+    ///
+    /// # Errors
+    /// The file exists but neither it nor its `.bak` parses.
+    pub fn load_over_log(path: PathBuf, log_end: Option<u64>) -> Result<Self, ConfigFileError> {
         let mut table = persist::load::<ConsumerOffsetSerializeWrapper>(&path)?
             .map(|w| w.offset_table)
             .unwrap_or_default();
@@ -100,7 +162,7 @@ impl ConsumerOffsetManager {
         }
         let jpath = journal_path(&path);
         let replayed = match std::fs::read(&jpath) {
-            Ok(bytes) => replay(&String::from_utf8_lossy(&bytes), &mut table),
+            Ok(bytes) => replay(&String::from_utf8_lossy(&bytes), &mut table, log_end),
             Err(_) => 0,
         };
         if replayed > 0 {
@@ -127,13 +189,16 @@ impl ConsumerOffsetManager {
             pending_resets: RwLock::new(BTreeMap::new()),
             dirty: AtomicBool::new(replayed > 0),
             path,
-            journal: Mutex::new(Some(journal)),
+            journal: Mutex::new(Journal {
+                file: Some(journal),
+                handed_out: BTreeMap::new(),
+            }),
         })
     }
 
     /// Appends a move of the broker's own to the journal (before it counts).
-    fn log(&self, journal: &mut Option<File>, line: &str) {
-        if let Some(file) = journal.as_mut() {
+    fn log(&self, journal: &mut Journal, line: &str) {
+        if let Some(file) = journal.file.as_mut() {
             if let Err(e) = file.write_all(line.as_bytes()) {
                 log_limit::limited!(
                     warn!(error = %e, "cannot append to the consumer offset journal; offsets fall back to the periodic write")
@@ -152,7 +217,7 @@ impl ConsumerOffsetManager {
         self.commit(group, topic, queue_id, offset);
     }
 
-    /// [`advance`](Self::advance), journaled.
+    /// [`advance`](Self::advance), journaled; a handed-out move it covers is done.
     pub fn advance_journaled(&self, group: &str, topic: &str, queue_id: i32, offset: i64) {
         let mut journal = self.journal.lock();
         self.log(
@@ -160,6 +225,43 @@ impl ConsumerOffsetManager {
             &journal_line('a', group, topic, queue_id, offset),
         );
         self.advance(group, topic, queue_id, offset);
+        if !journal.handed_out.is_empty() {
+            let k = (group.to_owned(), topic.to_owned(), queue_id);
+            if journal
+                .handed_out
+                .get(&k)
+                .is_some_and(|(o, _)| *o <= offset)
+            {
+                journal.handed_out.remove(&k);
+            }
+        }
+    }
+
+    /// Journals that a pop handed `topic`/`queue_id` out up to `offset` with a
+    /// checkpoint ending at `log_end` in the CommitLog, before the checkpoint is durable
+    /// (the offset itself moves with [`advance_journaled`](Self::advance_journaled)
+    /// then). A restart over a log that holds the checkpoint starts past it (see the
+    /// module docs).
+    pub fn journal_handed_out(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        offset: i64,
+        log_end: u64,
+    ) {
+        let mut journal = self.journal.lock();
+        self.log(
+            &mut journal,
+            &handed_out_line(group, topic, queue_id, offset, log_end),
+        );
+        let entry = journal
+            .handed_out
+            .entry((group.to_owned(), topic.to_owned(), queue_id))
+            .or_insert((offset, log_end));
+        if offset >= entry.0 {
+            *entry = (offset, log_end);
+        }
     }
 
     /// Records that `group` has consumed `topic`/`queue_id` up to `offset` (exclusive).
@@ -352,9 +454,18 @@ impl ConsumerOffsetManager {
         let result = persist::save(&self.path, &self.wrapper());
         if result.is_err() {
             self.dirty.store(true, Ordering::Release);
-        } else if let Some(file) = journal.as_mut() {
+        } else if let Some(file) = journal.file.as_mut() {
             if let Err(e) = file.set_len(0) {
                 warn!(error = %e, "cannot empty the consumer offset journal");
+            }
+            // The moves handed out and not committed are not in the file: kept.
+            let lines: Vec<String> = journal
+                .handed_out
+                .iter()
+                .map(|((g, t, q), (o, end))| handed_out_line(g, t, *q, *o, *end))
+                .collect();
+            for line in lines {
+                self.log(&mut journal, &line);
             }
         }
         result
@@ -394,6 +505,44 @@ mod tests {
         drop(m);
         let m = ConsumerOffsetManager::load(path).unwrap();
         assert_eq!(m.query("g", "T", 0), Some(9));
+    }
+
+    #[test]
+    fn a_handed_out_move_counts_after_a_crash_only_over_a_log_holding_its_checkpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config/consumerOffset.json");
+        let m = ConsumerOffsetManager::load_over_log(path.clone(), Some(0)).unwrap();
+        m.advance_journaled("g", "T", 0, 32);
+        // Handed out, the checkpoints at CommitLog ends 1000 and 2000, not committed.
+        m.journal_handed_out("g", "T", 0, 64, 1000);
+        m.journal_handed_out("g", "T", 1, 32, 2000);
+        assert_eq!(m.query("g", "T", 0), Some(32), "not before it is durable");
+        // A write of the file empties the journal but keeps what is handed out.
+        m.flush().unwrap();
+        m.journal_handed_out("g", "T", 0, 96, 1500);
+        drop(m);
+        // The log recovered to 1600: the queue-0 checkpoints are there, queue 1's is not.
+        let m = ConsumerOffsetManager::load_over_log(path.clone(), Some(1600)).unwrap();
+        assert_eq!(m.query("g", "T", 0), Some(96));
+        assert_eq!(
+            m.query("g", "T", 1),
+            None,
+            "its checkpoint is gone: handed out again"
+        );
+        // A committed move settles it: not written again after the next flush.
+        m.advance_journaled("g", "T", 0, 96);
+        m.journal_handed_out("g", "T", 1, 32, 1700);
+        m.advance_journaled("g", "T", 1, 32);
+        m.flush().unwrap();
+        assert_eq!(std::fs::metadata(journal_path(&path)).unwrap().len(), 0);
+        drop(m);
+        // Without a log to check against (tools, tests), handed-out lines are ignored.
+        let m = ConsumerOffsetManager::load(path.clone()).unwrap();
+        m.journal_handed_out("g", "T", 2, 8, 10);
+        drop(m);
+        let m = ConsumerOffsetManager::load(path).unwrap();
+        assert_eq!(m.query("g", "T", 2), None);
+        assert_eq!(m.query("g", "T", 0), Some(96));
     }
 
     #[test]

@@ -18,7 +18,12 @@
 //! - an ack is answered once it is kept — its record as durable as the role requires,
 //!   or the group's offset past its batch (RocketMQ answers before either);
 //! - the offset passes a batch only once it is acked or its checkpoint is durable, in
-//!   queue order, so a committed offset never covers messages a crash could lose;
+//!   queue order, so a committed offset never covers messages a crash could lose; and
+//!   a crash after a checkpoint reached the log but before the offset passed its batch
+//!   does not hand the batch out again under a second checkpoint (whose twin would
+//!   revive it though it was acked): the move is journaled as handed out with the
+//!   checkpoint's log position and counts after a restart whose log holds the
+//!   checkpoint (`consumer_offset`);
 //! - the revive service keeps the checkpoints it has read in memory until they are
 //!   acked or due, instead of re-reading windows of the log.
 //!

@@ -2,7 +2,9 @@
 //! sluice cluster — kill -9 under SYNC_FLUSH, a SYNC_MASTER's slave killed, failovers with
 //! the old master rejoining, a full disk, connection floods — while the official Java client
 //! sends and records every answer; then everything is read back and the books are kept
-//! (acknowledged, lost, duplicated, corrupt), with the recovery times. Results as JSON and
+//! (acknowledged, lost, duplicated, corrupt), with the recovery times. One more (issue 16)
+//! consumes a backlog by POP across kill -9 and keeps the consumer's books (acked, lost,
+//! delivered twice, delivered again after a successful ack). Results as JSON and
 //! RELIABILITY.md, the page an operator reads first.
 //!
 //! ```sh
@@ -10,12 +12,14 @@
 //! cargo run --release -p integration-tests --bin reliability -- --quick       # minutes; target/reliability/<run>/
 //! cargo run --release -p integration-tests --bin reliability -- --scenario kill9-sync-flush --events 20 --seed 7
 //! cargo run --release -p integration-tests --bin reliability -- --render docs/reliability/results.json
+//! cargo run --release -p integration-tests --bin reliability -- --scenario pop-kill9 \
+//!     --merge docs/reliability/results.json      # one scenario again, the others' results kept
 //! ```
 //!
 //! Layout:
 //! - `scenario`: the scenarios, the plan (sizes of quick and long runs), a run's context and result.
 //! - `runner`: one run of one scenario, never a panic out of it.
-//! - `kill_loop`, `slave_kill`, `failover`, `disk_full`, `conn_flood`: the scenarios.
+//! - `kill_loop`, `slave_kill`, `failover`, `disk_full`, `conn_flood`, `pop_kill`: the scenarios.
 //! - `tmpfs`: the size-limited file system of the disk-full scenario, unmounted on any exit.
 //! - `report`: results JSON, the invariants, RELIABILITY.md.
 //!
@@ -27,6 +31,7 @@ pub mod conn_flood;
 pub mod disk_full;
 pub mod failover;
 pub mod kill_loop;
+pub mod pop_kill;
 pub mod report;
 pub mod runner;
 pub mod scenario;
@@ -63,8 +68,8 @@ pub struct Cli {
     /// Repeats of each scenario (default 1).
     #[arg(long)]
     pub repeat: Option<u32>,
-    /// Faults per run of the kill, slave-kill and failover scenarios (default: quick 5 / 3 /
-    /// 2, long 50 / 20 / 10).
+    /// Faults per run of the kill, slave-kill, failover and POP kill scenarios (default: quick
+    /// 5 / 3 / 2 / 3, long 50 / 20 / 10 / one every 10 s until the backlog is consumed).
     #[arg(long)]
     pub events: Option<u32>,
     /// Seed of the random kill moments (default: from the clock; recorded in the results).
@@ -87,6 +92,11 @@ pub struct Cli {
     /// Only regenerate RELIABILITY.md from a results.json.
     #[arg(long)]
     pub render: Option<PathBuf>,
+    /// Add this run's results to those of a results.json (its runs of the scenarios run now
+    /// are replaced, the others kept), save them there and write RELIABILITY.md (default the
+    /// workspace's) from both. Each merged run says when and with which build it ran.
+    #[arg(long)]
+    pub merge: Option<PathBuf>,
     /// List the scenarios and exit.
     #[arg(long)]
     pub list: bool,
@@ -167,6 +177,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         plan.kills = n;
         plan.slave_kills = n;
         plan.failovers = n;
+        plan.pop_kills = n;
     }
     let bin_dir = cli.bin_dir.clone().unwrap_or_else(own_dir);
     let target_dir = bin_dir
@@ -259,16 +270,21 @@ fn drive(cli: &Cli) -> Result<i32, String> {
             results.save(&results_path)?;
         }
     }
-    // A partial run (quick, or some scenarios) never overwrites the page at the root.
+    // A partial run (quick, or some scenarios) never overwrites the page at the root, unless
+    // it is merged into the results behind it.
     let full = !cli.quick && cli.scenarios.is_empty();
     let report_path = cli.report.clone().unwrap_or_else(|| {
-        if full {
+        if full || cli.merge.is_some() {
             root.join("RELIABILITY.md")
         } else {
             out.join("RELIABILITY.md")
         }
     });
-    if full && cli.report.is_none() {
+    let selected_results = results.clone();
+    if let Some(path) = &cli.merge {
+        results = merged(Results::load(path)?, results);
+        results.save(path)?;
+    } else if full && cli.report.is_none() {
         // Keep the results next to the page so it can be regenerated.
         let dir = root.join("docs").join("reliability");
         fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -279,12 +295,51 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     for sc in &selected {
         println!("{:<24} {}", sc.name, report::verdict(&results, sc));
     }
-    let failed = results.runs.iter().filter(|r| r.error.is_some()).count();
+    let failed = selected_results
+        .runs
+        .iter()
+        .filter(|r| r.error.is_some())
+        .count();
     if failed > 0 {
         eprintln!("reliability: {failed} run(s) failed; see {}", out.display());
         return Ok(1);
     }
     Ok(0)
+}
+
+/// `base` with the runs of `new` in place of its runs of the same scenarios; each new run
+/// notes when and with which build it ran (the header describes `base`'s run), and the plan
+/// takes `new`'s sizes of the scenarios run (the descriptions show them).
+fn merged(mut base: Results, new: Results) -> Results {
+    base.runs
+        .retain(|old| !new.runs.iter().any(|r| r.scenario == old.scenario));
+    let build = new
+        .settings
+        .get("sluice build")
+        .cloned()
+        .unwrap_or_default();
+    let ran: Vec<&str> = new.runs.iter().map(|r| r.scenario.as_str()).collect();
+    let all = scenario::all();
+    let kinds: Vec<scenario::Kind> = all
+        .iter()
+        .filter(|s| ran.contains(&s.name))
+        .map(|s| s.kind)
+        .collect();
+    for kind in kinds {
+        base.plan.take_sizes(&new.plan, kind);
+    }
+    for mut run in new.runs {
+        run.note(
+            "merged run",
+            format!(
+                "started {}, sluice build {build}, seed {}",
+                new.started, new.plan.seed
+            ),
+        );
+        base.runs.push(run);
+    }
+    base.duration_secs += new.duration_secs;
+    base
 }
 
 fn write_report(results: &Results, path: &Path) -> Result<(), String> {
@@ -309,4 +364,54 @@ fn headline(m: &BTreeMap<String, f64>) -> String {
     })
     .collect::<Vec<_>>()
     .join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use scenario::RunResult;
+
+    fn results(started: &str, plan: Plan, runs: &[&str]) -> Results {
+        Results {
+            started: started.to_owned(),
+            duration_secs: 100.0,
+            plan,
+            machine: crate::machine::Machine::default(),
+            settings: BTreeMap::from([("sluice build".to_owned(), format!("`{started}`"))]),
+            runs: runs
+                .iter()
+                .map(|s| RunResult {
+                    scenario: (*s).to_owned(),
+                    repeat: 1,
+                    ok: true,
+                    ..RunResult::default()
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_merge_replaces_the_runs_of_the_scenarios_run_again() {
+        let base = results(
+            "then",
+            Plan::long(1, 1),
+            &["kill9-sync-flush", "pop-kill9", "conn-flood"],
+        );
+        let mut plan = Plan::long(1, 2);
+        plan.pop_messages = 123;
+        plan.kills = 7;
+        let new = results("now", plan, &["pop-kill9"]);
+        let m = merged(base, new);
+        assert_eq!(m.started, "then");
+        let names: Vec<&str> = m.runs.iter().map(|r| r.scenario.as_str()).collect();
+        assert_eq!(names, ["kill9-sync-flush", "conn-flood", "pop-kill9"]);
+        assert_eq!(m.plan.pop_messages, 123, "the merged scenario's sizes");
+        assert_eq!(m.plan.kills, 50, "the others' sizes stay");
+        assert_eq!(
+            m.runs[2].notes["merged run"],
+            "started now, sluice build `now`, seed 2"
+        );
+        assert!(!m.runs[0].notes.contains_key("merged run"));
+        assert!((m.duration_secs - 200.0).abs() < 1e-9);
+    }
 }

@@ -2,8 +2,9 @@
 //! (real processes, the official Java client, a few faults each), then the figures every
 //! scenario must have produced and the safety figures that must hold whatever else the page
 //! says: no acknowledged message lost under SYNC_FLUSH kill -9 nor across SYNC_MASTER slave
-//! kills and failovers, no corrupt message served anywhere. The long run is by hand
-//! (RELIABILITY.md).
+//! kills and failovers, no corrupt message served anywhere, and for POP across kill -9 no
+//! message of the backlog left unacked and none delivered again after a successful ack. The
+//! long run is by hand (RELIABILITY.md; its POP duplicate ratio is judged there).
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
 use std::process::Command;
@@ -40,6 +41,20 @@ fn required(kind: Kind) -> &'static [&'static str] {
             "broker_rss_with_mib",
             "producer_p99_ms_broker",
         ],
+        Kind::PopKill9 => &[
+            "sent",
+            "acked",
+            "lost",
+            "duplicated",
+            "duplicated_pct",
+            "redelivered_after_ack",
+            "corrupt",
+            "unknown",
+            "kills",
+            "kills_while_consuming",
+            "consumed_per_s",
+            "errors",
+        ],
     }
 }
 
@@ -53,6 +68,7 @@ fn required_events(kind: Kind) -> &'static [&'static str] {
             "switch_to_first_send_ok_ms",
             "catch_up_ms",
         ],
+        Kind::PopKill9 => &["kill_to_serving_ms", "kill_to_listening_ms"],
         Kind::DiskFull | Kind::Flood => &[],
     }
 }
@@ -122,6 +138,29 @@ fn quick_reliability_run_of_every_scenario() {
                 "{}: acknowledged messages lost: {:?}",
                 sc.name, r.notes
             );
+        }
+        if sc.kind == Kind::PopKill9 {
+            let m = &r.metrics;
+            assert_eq!(
+                m["lost"], 0.0,
+                "{}: messages of the backlog never acked: {:?}",
+                sc.name, r.notes
+            );
+            assert_eq!(m["acked"], m["sent"], "{}: every message acked", sc.name);
+            assert_eq!(
+                m["redelivered_after_ack"], 0.0,
+                "{}: delivered again after a successful ack: {:?}",
+                sc.name, r.notes
+            );
+            assert_eq!(m["unknown"], 0.0, "{}: not in the backlog", sc.name);
+            assert!(
+                m["kills_while_consuming"] >= 1.0,
+                "{}: no kill came while the backlog was consumed: {:?}",
+                sc.name,
+                m
+            );
+            // The ratio is the long run's verdict; a quick run must still show its figure.
+            assert!(m["duplicated_pct"] >= 0.0);
         }
         assert!(!r.command.is_empty(), "{}: a command", sc.name);
     }

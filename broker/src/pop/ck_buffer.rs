@@ -155,6 +155,8 @@ struct Batch {
     answers: Vec<Answer>,
     /// When the oldest of `answers` arrived.
     held_since: Option<i64>,
+    /// The CommitLog end of its checkpoint once put (of the log, for a skipped range).
+    logged_at: Option<u64>,
 }
 
 /// A buffered batch to write, taken out of the buffer (its state is `Writing`).
@@ -219,6 +221,7 @@ impl Inner {
                 state,
                 answers: Vec::new(),
                 held_since: None,
+                logged_at: None,
             });
         }
         id
@@ -247,6 +250,26 @@ impl Inner {
             }
         }
         jobs
+    }
+
+    /// The checkpoint of batch `id` was put, ending at `log_end` in the CommitLog: the
+    /// batch's end when a restart over a log holding that checkpoint may start past the
+    /// batch — every batch before it acked, durable, or with its checkpoint earlier in
+    /// the log — else `None`.
+    fn logged(&mut self, key: &QueueKey, id: u64, log_end: u64) -> Option<i64> {
+        let q = self.queues.get_mut(key)?;
+        let i = q.iter().position(|b| b.id == id)?;
+        let b = q.get_mut(i)?;
+        b.logged_at = Some(log_end);
+        let end = b.end;
+        q.iter()
+            .take(i)
+            .all(|b| match b.state {
+                State::Passable => true,
+                State::Writing => b.logged_at.is_some_and(|at| at <= log_end),
+                State::Buffered(_) => false,
+            })
+            .then_some(end)
     }
 
     /// Pops the passable batches at the queue's front: the offset past them and their
@@ -557,6 +580,7 @@ impl CheckpointBuffer {
         self.write_jobs(jobs);
         match revive_log::put_checkpoint(&self.broker, &self.timer, &ck, revive_qid) {
             Ok(w) => {
+                self.handed_out(&k, id, w.end);
                 self.when_durable(k, id, w.durable);
                 Ok(())
             }
@@ -570,8 +594,14 @@ impl CheckpointBuffer {
     /// A pop moved past `start..end` without handing anything out (filtered or holey
     /// units): the offset passes it once the log to its end is durable.
     pub fn skipped(self: &Arc<Self>, key: &QueueKey, start: i64, end: i64) {
-        let id = self.inner.lock().push(key, start, end, 0, State::Writing);
         let log_end = self.broker.store.commit_log().max_offset();
+        let id = {
+            let mut inner = self.inner.lock();
+            let id = inner.push(key, start, end, 0, State::Writing);
+            // Nothing to revive in it: as good as a checkpoint in the log so far.
+            inner.logged(key, id, log_end.0);
+            id
+        };
         let k = Arc::new(key.clone());
         self.when_durable(k, id, self.broker.durable_to(log_end));
     }
@@ -654,6 +684,24 @@ impl CheckpointBuffer {
         }
     }
 
+    /// The checkpoint of batch `id` reached the log at `log_end`: journaled as handed
+    /// out (`ConsumerOffsetManager::journal_handed_out`), so that a crash before the
+    /// offset passes the batch does not hand it out again under a second checkpoint,
+    /// whose twin would revive it though it was acked — unless a batch before it could
+    /// still be lost by a crash (only in memory, or its checkpoint not in the log yet).
+    fn handed_out(&self, key: &QueueKey, id: u64, log_end: u64) {
+        let end = self.inner.lock().logged(key, id, log_end);
+        if let Some(end) = end {
+            self.broker.offsets.journal_handed_out(
+                &key.group,
+                &key.topic,
+                key.queue_id,
+                end,
+                log_end,
+            );
+        }
+    }
+
     fn when_durable(self: &Arc<Self>, key: Arc<QueueKey>, id: u64, durable: Durable) {
         if let Some(status) = durable.ready() {
             self.written(&key, id, status, false);
@@ -716,7 +764,10 @@ impl CheckpointBuffer {
                     }
                     continue;
                 }
-                Ok(w) => w.durable,
+                Ok(w) => {
+                    self.handed_out(&job.key, job.id, w.end);
+                    w.durable
+                }
             };
             let held = &job.held;
             let acked = held.acked_offsets();
@@ -928,5 +979,31 @@ mod tests {
         );
         let (_, p) = inner.ack(&key(0), 0, 1_000, &[0, 1], Vec::new(), 1_001);
         assert_eq!(send_all(p), Some(9));
+    }
+
+    #[test]
+    fn a_batch_counts_as_handed_out_only_behind_batches_a_crash_cannot_lose() {
+        let mut inner = Inner::default();
+        inner.push(&key(0), 0, 2, 1_000, held(0, 2, 1_000));
+        let a = inner.push(&key(0), 2, 4, 1_000, State::Writing);
+        assert_eq!(
+            inner.logged(&key(0), a, 500),
+            None,
+            "behind a batch only in memory"
+        );
+        let (jobs, _) = inner.take_due(11_000);
+        assert_eq!(jobs.len(), 1);
+        let b = inner.push(&key(0), 4, 6, 1_001, State::Writing);
+        assert_eq!(
+            inner.logged(&key(0), b, 600),
+            None,
+            "behind a checkpoint not in the log yet"
+        );
+        assert_eq!(inner.logged(&key(0), jobs[0].id, 700), Some(2));
+        assert_eq!(
+            inner.logged(&key(0), b, 800),
+            Some(6),
+            "every checkpoint before it is earlier in the log"
+        );
     }
 }

@@ -36,6 +36,8 @@ pub enum ReviveLogError {
 pub struct Written {
     /// Completes when the record is as durable as the role requires.
     pub durable: Durable,
+    /// The CommitLog offset just past the record.
+    pub end: u64,
 }
 
 /// Appends checkpoint `ck` to revive queue `revive_qid`, to be read a second before its
@@ -147,10 +149,16 @@ fn put(
         prepared_transaction_offset: 0,
     };
     let result = broker.store.put_message(&msg);
-    if !result.status.is_ok() {
+    let Some(end) = result
+        .append
+        .as_ref()
+        .filter(|_| result.status.is_ok())
+        .map(|a| a.end_offset().0)
+    else {
         return Err(ReviveLogError::Put(result.status));
-    }
+    };
     Ok(Written {
         durable: broker.durable(&result),
+        end,
     })
 }

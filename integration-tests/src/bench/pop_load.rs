@@ -10,6 +10,13 @@
 //! succeeded, or at all) is a redelivery. The caller lets the consumers keep popping for a
 //! while after that (the linger), longer than the invisible time plus the broker's revive
 //! latency, so that an ack the broker lost would show as a redelivery.
+//!
+//! The consumers outlive their broker: a request that fails (connection refused while it
+//! is down, closed by its crash, timed out) is counted by kind and the consumer tries
+//! again after a pause, on a new connection; a message whose ack failed comes back after
+//! its invisible time like any un-acked one. The per-message books ([`PopOutcome::messages`])
+//! let a caller compare what was delivered and acked with what it sent (the reliability
+//! driver's `pop-kill9`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
@@ -58,19 +65,53 @@ pub struct PopLoad {
     pub expect: u64,
     /// Where a progress line goes every second.
     pub progress: Option<PathBuf>,
+    /// Messages per second the consumers together take at most (`None`: as fast as they
+    /// can): a consumer holds what it popped, not acked, until the deliveries so far are
+    /// within the rate (as a consumer busy processing them would).
+    pub rate: Option<f64>,
+    /// Send a failed ack again (a transport error: the broker down, the connection cut, a
+    /// timeout) after [`ACK_RETRY_DELAY`], as the 5.x SDKs' push consumers do, while the
+    /// receipt's invisible time has more than that left.
+    pub retry_acks: bool,
+    /// Hash every delivered body ([`Delivery::body`], [`Delivery::body_changed`]): costs the
+    /// load generator a hash per message.
+    pub check_bodies: bool,
 }
 
-/// What one delivery-tracked message went through.
-#[derive(Debug, Default, Clone, Copy)]
-struct Seen {
-    deliveries: u32,
-    acked: bool,
+/// Pause before a failed ack is sent again ([`PopLoad::retry_acks`]): the 5.x SDKs'
+/// `ACK_MESSAGE_FAILURE_BACKOFF_DELAY`.
+pub const ACK_RETRY_DELAY: Duration = Duration::from_secs(1);
+
+/// What one message (by its identity, [`identity_of_key`]) went through.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Delivery {
+    /// Times delivered.
+    pub deliveries: u32,
+    /// Whether an ack of it succeeded.
+    pub acked: bool,
+    /// Whether an ack of it was answered SUCCESS before its receipt's invisible time ran
+    /// out (pop time + invisible time, the broker's clock: the same host's).
+    pub acked_in_time: bool,
+    /// Deliveries after an ack of it had been answered SUCCESS in time.
+    pub after_ack: u32,
+    /// Deliveries after an ack of it had been answered SUCCESS only after its invisible
+    /// time (the broker may have revived it meanwhile: allowed).
+    pub after_late_ack: u32,
+    /// Acks of it the broker answered with an error.
+    pub acks_refused: u32,
+    /// Acks of it that got no answer (a transport error, after any retries): the broker
+    /// may have stored them.
+    pub acks_unanswered: u32,
+    /// [`body_hash`] of its first delivery (with [`PopLoad::check_bodies`]).
+    pub body: Option<u64>,
+    /// Deliveries whose body differed from the first's.
+    pub body_changed: u32,
 }
 
 /// The hash of a message identity: `UNIQ_KEY`s are unique already, so one multiply
 /// spreads them well enough, at a fraction of SipHash's cost on the load's hot path.
 #[derive(Debug, Default, Clone, Copy)]
-struct IdHasher(u64);
+pub struct IdHasher(u64);
 
 impl Hasher for IdHasher {
     fn finish(&self) -> u64 {
@@ -89,11 +130,12 @@ impl Hasher for IdHasher {
     }
 }
 
-type IdMap<V> = HashMap<u128, V, BuildHasherDefault<IdHasher>>;
+/// A map by message identity.
+pub type IdMap<V> = HashMap<u128, V, BuildHasherDefault<IdHasher>>;
 
 #[derive(Debug, Default)]
 struct Tally {
-    seen: IdMap<Seen>,
+    seen: IdMap<Delivery>,
     delivered: u64,
     redelivered: u64,
     redelivered_acked: u64,
@@ -117,6 +159,8 @@ struct Shared {
     pops: AtomicU64,
     empty_pops: AtomicU64,
     ack_requests: AtomicU64,
+    /// Messages whose ack succeeded (every success, repeats included).
+    acks_ok: AtomicU64,
     started: Instant,
     consumed: OnceLock<Duration>,
 }
@@ -156,6 +200,8 @@ pub struct PopOutcome {
     pub pop_ms: (f64, f64),
     /// Ack round trip, ms: p50, p99.
     pub ack_ms: (f64, f64),
+    /// Every message delivered or acked, by identity ([`identity_of_key`]).
+    pub messages: IdMap<Delivery>,
 }
 
 /// A load under way.
@@ -200,6 +246,7 @@ pub fn start(load: PopLoad) -> Result<Running, String> {
         pops: AtomicU64::new(0),
         empty_pops: AtomicU64::new(0),
         ack_requests: AtomicU64::new(0),
+        acks_ok: AtomicU64::new(0),
         started: Instant::now(),
         consumed: OnceLock::new(),
         load,
@@ -238,6 +285,24 @@ impl Running {
             }
             std::thread::sleep(Duration::from_millis(5));
         }
+    }
+
+    /// Whether every message of the backlog has been acked.
+    #[must_use]
+    pub fn consumed(&self) -> bool {
+        self.shared.consumed.get().is_some()
+    }
+
+    /// Distinct messages acked so far.
+    #[must_use]
+    pub fn acked(&self) -> u64 {
+        self.shared.tally().acked_unique
+    }
+
+    /// Successful acks so far (of messages; a message acked twice counts twice).
+    #[must_use]
+    pub fn acks_ok(&self) -> u64 {
+        self.shared.acks_ok.load(Ordering::Relaxed)
     }
 
     /// Asks the consumers to stop after their current pop and its acks.
@@ -279,6 +344,7 @@ impl Running {
             errors: std::mem::take(&mut t.errors),
             pop_ms,
             ack_ms,
+            messages: std::mem::take(&mut t.seen),
         }
     }
 }
@@ -326,14 +392,27 @@ fn micros(since: Instant) -> u32 {
     u32::try_from(since.elapsed().as_micros()).unwrap_or(u32::MAX)
 }
 
-/// The identity of a message: its `UNIQ_KEY` (32 hex digits from `mqbench`), else a hash
-/// of whatever it has.
+/// The identity of a message whose `UNIQ_KEY` is 32 hex digits (`mqbench`'s, a Java
+/// client's).
+#[must_use]
+pub fn identity_of_key(key: &str) -> Option<u128> {
+    (key.len() == 32)
+        .then(|| u128::from_str_radix(key, 16).ok())
+        .flatten()
+}
+
+/// The hash of a body the books compare ([`Delivery::body`]): the same in every process.
+#[must_use]
+pub fn body_hash(body: &[u8]) -> u64 {
+    let mut h = DefaultHasher::new();
+    body.hash(&mut h);
+    h.finish()
+}
+
+/// The identity of a message: its `UNIQ_KEY` ([`identity_of_key`]), else a hash of
+/// whatever it has.
 fn identity(m: &PoppedMessage) -> u128 {
-    if let Some(id) = m
-        .uniq_key
-        .as_deref()
-        .and_then(|k| u128::from_str_radix(k, 16).ok())
-    {
+    if let Some(id) = m.uniq_key.as_deref().and_then(identity_of_key) {
         return id;
     }
     let mut a = DefaultHasher::new();
@@ -341,6 +420,21 @@ fn identity(m: &PoppedMessage) -> u128 {
     let mut b = DefaultHasher::new();
     (1u8, m.uniq_key.as_deref(), &m.body).hash(&mut b);
     (u128::from(a.finish()) << 64) | u128::from(b.finish())
+}
+
+/// A failed request's kind (the counts' key): stable across requests and restarts.
+fn error_kind(e: &remoting::RemotingError) -> &'static str {
+    use remoting::RemotingError as E;
+    match e {
+        E::Connect { source, .. } if source.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused"
+        }
+        E::Connect { .. } => "connect failed",
+        E::ConnectTimeout { .. } => "connect timeout",
+        E::Timeout { .. } => "timeout",
+        E::ConnectionClosed(_) => "connection closed",
+        _ => "transport",
+    }
 }
 
 /// Whether a pop's answer is "nothing there" rather than a failure.
@@ -371,7 +465,7 @@ async fn consume(s: Arc<Shared>) {
         let response = match s.client.invoke(&l.addr, request, rpc_timeout).await {
             Ok(r) => r,
             Err(e) => {
-                s.tally().error(format!("pop: {e}"));
+                s.tally().error(format!("pop: {}", error_kind(&e)));
                 tokio::time::sleep(Duration::from_millis(200)).await;
                 continue;
             }
@@ -396,14 +490,28 @@ async fn consume(s: Arc<Shared>) {
             }
         };
         let ids: Vec<u128> = messages.iter().map(identity).collect();
+        let hashes: Vec<Option<u64>> = messages
+            .iter()
+            .map(|m| l.check_bodies.then(|| body_hash(&m.body)))
+            .collect();
         {
             let mut t = s.tally();
             t.pop_micros.push(took);
-            for id in &ids {
+            for (id, hash) in ids.iter().zip(&hashes) {
                 t.delivered += 1;
                 let seen = t.seen.entry(*id).or_default();
                 seen.deliveries += 1;
+                if seen.deliveries == 1 || seen.body.is_none() {
+                    seen.body = *hash;
+                } else if hash.is_some() && *hash != seen.body {
+                    seen.body_changed += 1;
+                }
                 let (again, acked) = (seen.deliveries > 1, seen.acked);
+                if seen.acked_in_time {
+                    seen.after_ack += 1;
+                } else if acked {
+                    seen.after_late_ack += 1;
+                }
                 if again {
                     t.redelivered += 1;
                     if acked {
@@ -414,6 +522,15 @@ async fn consume(s: Arc<Shared>) {
         }
         if messages.is_empty() {
             continue;
+        }
+        if let Some(rate) = l.rate.filter(|r| *r > 0.0) {
+            // The messages are "processed" (held, not acked) until the deliveries so far
+            // are within the rate.
+            #[allow(clippy::cast_precision_loss, reason = "a pace")]
+            let due = Duration::from_secs_f64(s.tally().delivered as f64 / rate);
+            if let Some(wait) = due.checked_sub(s.started.elapsed()) {
+                tokio::time::sleep(wait).await;
+            }
         }
         match l.ack {
             AckMode::Single => ack_each(&s, &messages, &ids).await,
@@ -428,19 +545,14 @@ async fn ack_each(s: &Arc<Shared>, messages: &[PoppedMessage], ids: &[u128]) {
     // All in flight at once, on this task (the client's connection multiplexes them).
     let acks = messages.iter().zip(ids).map(|(m, id)| {
         let request = ack_request(&l.group, m);
+        let (id, deadline) = (*id, deadline(m));
         async move {
-            let at = Instant::now();
-            let result = s
-                .client
-                .invoke(&l.addr, request, Duration::from_secs(10))
-                .await;
-            (*id, result, micros(at))
+            let (result, took) = invoke_ack(s, request, deadline).await;
+            (id, deadline, result, took)
         }
     });
-    s.ack_requests
-        .fetch_add(messages.len() as u64, Ordering::Relaxed);
-    for (id, result, took) in futures::future::join_all(acks).await {
-        settle(s, &[id], &result, took);
+    for (id, deadline, result, took) in futures::future::join_all(acks).await {
+        settle(s, &[id], deadline, &result, took);
     }
 }
 
@@ -454,13 +566,45 @@ async fn ack_batch(s: &Arc<Shared>, messages: &[PoppedMessage], ids: &[u128]) {
             return;
         }
     };
-    s.ack_requests.fetch_add(1, Ordering::Relaxed);
-    let at = Instant::now();
-    let result = s
-        .client
-        .invoke(&l.addr, request, Duration::from_secs(10))
-        .await;
-    settle(s, ids, &result, micros(at));
+    let deadline = messages.iter().map(deadline).min().unwrap_or(i64::MAX);
+    let (result, took) = invoke_ack(s, request, deadline).await;
+    settle(s, ids, deadline, &result, took);
+}
+
+/// When the receipt of `m` runs out: its pop time + invisible time (ms since the epoch).
+fn deadline(m: &PoppedMessage) -> i64 {
+    m.extra.pop_time.saturating_add(m.extra.invisible_time)
+}
+
+/// Sends an ack, again after a transport error while [`PopLoad::retry_acks`] allows; the
+/// last answer and the last attempt's round trip. A failed attempt that is retried is
+/// counted as an error here.
+async fn invoke_ack(
+    s: &Shared,
+    request: RemotingCommand,
+    deadline: i64,
+) -> (Result<RemotingCommand, remoting::RemotingError>, u32) {
+    let retry_ms = i64::try_from(ACK_RETRY_DELAY.as_millis()).unwrap_or(1000);
+    loop {
+        s.ack_requests.fetch_add(1, Ordering::Relaxed);
+        let at = Instant::now();
+        let result = s
+            .client
+            .invoke(&s.load.addr, request.clone(), Duration::from_secs(10))
+            .await;
+        let took = micros(at);
+        let again = s.load.retry_acks
+            && !s.stop.load(Ordering::Relaxed)
+            && now_ms().saturating_add(2 * retry_ms) < deadline;
+        match &result {
+            Err(e) if again => {
+                s.tally()
+                    .error(format!("ack: {} (sent again)", error_kind(e)));
+                tokio::time::sleep(ACK_RETRY_DELAY).await;
+            }
+            _ => return (result, took),
+        }
+    }
 }
 
 /// Records an ack's answer for the messages it acked; the last of the backlog marks the
@@ -468,15 +612,19 @@ async fn ack_batch(s: &Arc<Shared>, messages: &[PoppedMessage], ids: &[u128]) {
 fn settle(
     s: &Shared,
     ids: &[u128],
+    deadline: i64,
     result: &Result<RemotingCommand, remoting::RemotingError>,
     took: u32,
 ) {
+    let in_time = now_ms() < deadline;
     let mut t = s.tally();
     t.ack_micros.push(took);
     match result {
         Ok(r) if r.code() == ResponseCode::Success.code() => {
+            s.acks_ok.fetch_add(ids.len() as u64, Ordering::Relaxed);
             for id in ids {
                 let seen = t.seen.entry(*id).or_default();
+                seen.acked_in_time |= in_time;
                 if !seen.acked {
                     seen.acked = true;
                     t.acked_unique += 1;
@@ -486,8 +634,18 @@ fn settle(
                 let _ = s.consumed.set(s.started.elapsed());
             }
         }
-        Ok(r) => t.error(format!("ack: code {}", r.code())),
-        Err(e) => t.error(format!("ack: {e}")),
+        Ok(r) => {
+            for id in ids {
+                t.seen.entry(*id).or_default().acks_refused += 1;
+            }
+            t.error(format!("ack: code {}", r.code()));
+        }
+        Err(e) => {
+            for id in ids {
+                t.seen.entry(*id).or_default().acks_unanswered += 1;
+            }
+            t.error(format!("ack: {}", error_kind(e)));
+        }
     }
 }
 
@@ -502,6 +660,24 @@ mod tests {
         assert!((p50 - 50.0).abs() <= 1.0, "{p50}");
         assert!((p99 - 99.0).abs() <= 1.0, "{p99}");
         assert_eq!(percentiles(&mut []), (0.0, 0.0));
+    }
+
+    #[test]
+    fn identities_and_error_kinds() {
+        let key = "7F0000010A2B18B4AAC27A5E1C3D0000";
+        assert_eq!(identity_of_key(key), u128::from_str_radix(key, 16).ok());
+        assert_eq!(identity_of_key("pc12"), None);
+        assert_eq!(body_hash(b"abc"), body_hash(b"abc"));
+        assert_ne!(body_hash(b"abc"), body_hash(b"abd"));
+        let refused = remoting::RemotingError::Connect {
+            addr: "127.0.0.1:1".to_owned(),
+            source: std::io::Error::from(std::io::ErrorKind::ConnectionRefused),
+        };
+        assert_eq!(error_kind(&refused), "connection refused");
+        assert_eq!(
+            error_kind(&remoting::RemotingError::ConnectionClosed("x".to_owned())),
+            "connection closed"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use super::scenario::{Ctx, Kind, Outcome, Plan, RunResult, Scenario, command};
-use super::{conn_flood, disk_full, failover, kill_loop, slave_kill};
+use super::{conn_flood, disk_full, failover, kill_loop, pop_kill, slave_kill};
 
 /// Runs one scenario once; never panics (the result says why it failed).
 #[must_use]
@@ -34,6 +34,7 @@ pub fn run(scenario: &Scenario, repeat: u32, plan: &Plan, out: &Path) -> RunResu
         Kind::Failover { sync } => failover::run(&mut ctx, sync),
         Kind::DiskFull => disk_full::run(&mut ctx),
         Kind::Flood => conn_flood::run(&mut ctx),
+        Kind::PopKill9 => pop_kill::run(&mut ctx),
     }));
     let mut result = ctx.result;
     match outcome {

@@ -31,6 +31,22 @@ pub struct Plan {
     pub flood_connections: usize,
     /// How long a flood's connections are held, s.
     pub flood_hold_secs: u64,
+    /// Messages of the POP kill scenario's backlog.
+    #[serde(default)]
+    pub pop_messages: u64,
+    /// kill -9 during the POP consumption (0: one every gap until the backlog is consumed).
+    #[serde(default)]
+    pub pop_kills: u32,
+    /// Running time between the broker serving again and the next kill, ms.
+    #[serde(default)]
+    pub pop_kill_gap_ms: u64,
+    /// Invisible time of the pops, ms.
+    #[serde(default)]
+    pub pop_invisible_ms: i64,
+    /// Messages per second the POP consumers pop at most (0: as fast as they can), so the
+    /// consumption spans the kills.
+    #[serde(default)]
+    pub pop_rate: u64,
 }
 
 impl Plan {
@@ -47,6 +63,13 @@ impl Plan {
             disk_mib: 256,
             flood_connections: 10_000,
             flood_hold_secs: 5,
+            pop_messages: 1_000_000,
+            pop_kills: 0,
+            pop_kill_gap_ms: 10_000,
+            pop_invisible_ms: 10_000,
+            // As fast as they can, 8 consumers take 1 M messages in about 15 s here (one
+            // kill); at 2 000/s the consumption spans about 50.
+            pop_rate: 2_000,
         }
     }
 
@@ -63,14 +86,42 @@ impl Plan {
             disk_mib: 128,
             flood_connections: 2_000,
             flood_hold_secs: 2,
+            pop_messages: 20_000,
+            pop_kills: 3,
+            pop_kill_gap_ms: 2_000,
+            pop_invisible_ms: 5_000,
+            pop_rate: 2_500,
         }
     }
 
-    /// How many faults a scenario injects per run under this plan.
+    /// Takes `other`'s sizes of the scenarios of `kind` (a merge of their new runs).
+    pub fn take_sizes(&mut self, other: &Plan, kind: Kind) {
+        match kind {
+            Kind::Kill9 => self.kills = other.kills,
+            Kind::SlaveKill => self.slave_kills = other.slave_kills,
+            Kind::Failover { .. } => self.failovers = other.failovers,
+            Kind::DiskFull => self.disk_mib = other.disk_mib,
+            Kind::Flood => {
+                self.flood_connections = other.flood_connections;
+                self.flood_hold_secs = other.flood_hold_secs;
+            }
+            Kind::PopKill9 => {
+                self.pop_messages = other.pop_messages;
+                self.pop_kills = other.pop_kills;
+                self.pop_kill_gap_ms = other.pop_kill_gap_ms;
+                self.pop_invisible_ms = other.pop_invisible_ms;
+                self.pop_rate = other.pop_rate;
+            }
+        }
+    }
+
+    /// How many faults a scenario injects per run under this plan (0 for `pop-kill9` in
+    /// long mode: one every gap for as long as the consumption lasts).
     #[must_use]
     pub fn events(&self, kind: Kind) -> u32 {
         match kind {
             Kind::Kill9 => self.kills,
+            Kind::PopKill9 => self.pop_kills,
             Kind::SlaveKill => self.slave_kills,
             Kind::Failover { .. } => self.failovers,
             Kind::DiskFull | Kind::Flood => 1,
@@ -94,6 +145,8 @@ pub enum Kind {
     DiskFull,
     /// Connection floods on the broker's and the name server's ports.
     Flood,
+    /// POP consumption of a backlog across kill -9 of its SYNC_FLUSH master.
+    PopKill9,
 }
 
 /// One scenario.
@@ -140,6 +193,11 @@ pub fn all() -> Vec<Scenario> {
             name: "conn-flood",
             title: "Connection floods on the broker and the name server",
             kind: Kind::Flood,
+        },
+        Scenario {
+            name: "pop-kill9",
+            title: "POP consumption across kill -9 of a SYNC_FLUSH master",
+            kind: Kind::PopKill9,
         },
     ]
 }
@@ -395,6 +453,10 @@ pub fn command(scenario: &Scenario, plan: &Plan, repeat: u32) -> String {
             plan.seed + u64::from(repeat) - 1
         ));
     }
+    if scenario.kind == Kind::PopKill9 && plan.pop_kills > 0 {
+        // The kills come at a fixed gap: no seed.
+        cmd.push_str(&format!(" --events {}", plan.pop_kills));
+    }
     cmd
 }
 
@@ -430,6 +492,12 @@ mod tests {
         }
         let kill = &all()[0];
         assert!(command(kill, &plan, 2).ends_with("--events 5 --seed 8"));
+        let pop = all()
+            .into_iter()
+            .find(|s| s.kind == Kind::PopKill9)
+            .unwrap();
+        assert!(command(&pop, &plan, 1).ends_with("--quick --events 3"));
+        assert!(!command(&pop, &Plan::long(1, 7), 1).contains("--events"));
         assert_eq!(truncate("abcdef", 3), "abc…");
     }
 }

@@ -191,6 +191,9 @@ pub(super) fn pop_consume(
         poll_ms: POLL_MS,
         ack,
         expect,
+        rate: None,
+        retry_acks: false,
+        check_bodies: false,
     };
     let warmup = pop_load::start(load(format!("{prefix}_warmup"), u64::MAX))?;
     let _ = warmup.wait_consumed(Duration::from_secs(plan.warmup_secs), STALL);
