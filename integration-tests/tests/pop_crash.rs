@@ -93,15 +93,18 @@ fn pops_and_acks_across_kill_9_lose_nothing_and_repeat_almost_nothing() {
         // Once everything was seen and the killer is through, watch past the invisible
         // time and the revive for anything coming back.
         if let Some(t) = all_seen_at {
-            if killer.is_finished() && t.elapsed() > Duration::from_millis(3 * INVISIBLE_MS as u64)
+            if killer.is_finished()
+                && acked.len() == MESSAGES
+                && t.elapsed() > Duration::from_millis(3 * INVISIBLE_MS as u64)
             {
                 break;
             }
         }
         assert!(
             started.elapsed() < Duration::from_secs(150),
-            "only {} of {MESSAGES} delivered after 150 s",
-            deliveries.len()
+            "only {} of {MESSAGES} delivered and {} acked after 150 s",
+            deliveries.len(),
+            acked.len()
         );
         let response = match call(pop_request(GROUP, TOPIC, 32, INVISIBLE_MS, 1000, now_ms())) {
             Ok(r) => r,
@@ -145,6 +148,14 @@ fn pops_and_acks_across_kill_9_lose_nothing_and_repeat_almost_nothing() {
         .filter(|b| !deliveries.contains_key(b))
         .collect();
     assert!(missing.is_empty(), "lost: {missing:?}");
+    let never_acked: Vec<String> = (0..MESSAGES)
+        .map(|i| format!("m{i}"))
+        .filter(|b| !acked.contains(b))
+        .collect();
+    assert!(
+        never_acked.is_empty(),
+        "never acked (each comes back until it is): {never_acked:?}"
+    );
     assert!(
         acked_then_again.len() * 1000 <= MESSAGES,
         "{} acked messages came back (more than 0.1 %): {:?}",

@@ -31,6 +31,10 @@ use super::revive_log::{self, ReviveLogError};
 use crate::broker::Broker;
 use crate::timer::TimerService;
 
+/// Why an ack of a batch lost in a crash is refused.
+pub const LOST_RECEIPT: &str = "the receipt's batch was lost in a broker restart before it was kept; \
+its messages are delivered again";
+
 /// Pending acks past which a burst is written at once, whatever else is queued.
 const MAX_PENDING: usize = 1024;
 
@@ -181,6 +185,12 @@ pub fn settle(
     let answers = match buffer.ack(&queue, key.start_offset, key.pop_time, &offsets, answers) {
         Acked::Taken { .. } => return,
         Acked::NotBuffered(answers) => answers,
+        Acked::Lost(answers) => {
+            for a in answers {
+                a.send(Err(LOST_RECEIPT.into()), false);
+            }
+            return;
+        }
     };
     write(buffer.broker(), buffer.timer(), key, offsets, answers);
 }

@@ -175,8 +175,13 @@ pub enum Acked {
         /// Answers were left waiting for the rest of the batch or the queue.
         waiting: bool,
     },
-    /// The batch is not in memory (written already, or unknown): write an ack record.
+    /// The batch's checkpoint is in the log (or the offset passed it): write an ack
+    /// record.
     NotBuffered(Vec<Answer>),
+    /// The batch is unknown and the offset has not passed it: popped before a crash
+    /// with its checkpoint only in memory, it is being handed out again from the queue.
+    /// The ack cannot be kept; refuse it.
+    Lost(Vec<Answer>),
 }
 
 #[derive(Debug, Default)]
@@ -187,6 +192,9 @@ struct Inner {
     due: BinaryHeap<Reverse<(i64, u64, Arc<QueueKey>)>>,
     buffered: usize,
     next_id: u64,
+    /// How far the offset of each queue was passed (its journal line may still be on
+    /// its way).
+    passed_to: HashMap<Arc<QueueKey>, i64>,
 }
 
 /// An offset to commit and the answers to send once it is.
@@ -288,7 +296,15 @@ impl Inner {
                 *end = b.end;
             }
         }
-        if q.is_empty() {
+        let emptied = q.is_empty();
+        if let Some((end, _)) = &passed {
+            if let Some((k, _)) = self.queues.get_key_value(key) {
+                let k = Arc::clone(k);
+                let to = self.passed_to.entry(k).or_insert(*end);
+                *to = (*to).max(*end);
+            }
+        }
+        if emptied {
             self.queues.remove(key);
         }
         passed
@@ -303,17 +319,25 @@ impl Inner {
         answers: Vec<Answer>,
         now: i64,
     ) -> (Acked, Passed) {
+        let unknown = |inner: &Self, answers| {
+            let passed = inner.passed_to.get(key).copied().unwrap_or(-1);
+            if offsets.iter().all(|o| *o < passed) {
+                Acked::NotBuffered(answers)
+            } else {
+                Acked::Lost(answers)
+            }
+        };
         let Some(k) = self.queues.get_key_value(key).map(|(k, _)| Arc::clone(k)) else {
-            return (Acked::NotBuffered(answers), None);
+            return (unknown(self, answers), None);
         };
         let Some(q) = self.queues.get_mut(&k) else {
-            return (Acked::NotBuffered(answers), None);
+            return (unknown(self, answers), None);
         };
         let Some(b) = q
             .iter_mut()
             .find(|b| b.start == start && b.pop_time == pop_time)
         else {
-            return (Acked::NotBuffered(answers), None);
+            return (unknown(self, answers), None);
         };
         let State::Buffered(held) = &mut b.state else {
             return (Acked::NotBuffered(answers), None);
@@ -616,10 +640,23 @@ impl CheckpointBuffer {
         answers: Vec<Answer>,
     ) -> Acked {
         let now = crate::clock::now_ms();
-        let (acked, passed) = self
+        let (mut acked, passed) = self
             .inner
             .lock()
             .ack(key, start, pop_time, offsets, answers, now);
+        if let Acked::Lost(answers) = acked {
+            // Passed before this broker's start, its checkpoint is in the log.
+            let committed = self
+                .broker
+                .offsets
+                .query(&key.group, &key.topic, key.queue_id)
+                .unwrap_or(-1);
+            acked = if offsets.iter().all(|o| *o < committed) {
+                Acked::NotBuffered(answers)
+            } else {
+                Acked::Lost(answers)
+            };
+        }
         if let Acked::Taken { waiting } = acked {
             self.commit(key, passed, false);
             if waiting {
@@ -962,10 +999,16 @@ mod tests {
         let mut inner = Inner::default();
         let (_, answer) = counting();
         let (a, _) = inner.ack(&key(0), 0, 1, &[0], vec![answer()], 1);
-        assert!(matches!(a, Acked::NotBuffered(v) if v.len() == 1));
-        inner.push(&key(0), 0, 1, 1, State::Writing);
+        assert!(
+            matches!(a, Acked::Lost(v) if v.len() == 1),
+            "unknown, and the offset not past it: lost in a restart"
+        );
+        let w = inner.push(&key(0), 0, 1, 1, State::Writing);
         let (a, _) = inner.ack(&key(0), 0, 1, &[0], vec![answer()], 1);
         assert!(matches!(a, Acked::NotBuffered(_)), "written already");
+        inner.written(&key(0), w, true);
+        let (a, _) = inner.ack(&key(0), 0, 1, &[0], vec![answer()], 1);
+        assert!(matches!(a, Acked::NotBuffered(_)), "passed already");
     }
 
     #[test]
