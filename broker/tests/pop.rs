@@ -159,6 +159,19 @@ async fn started() -> Running {
     b
 }
 
+/// [`started`] with the checkpoint buffer on (`enablePopBufferMerge`).
+async fn started_buffering() -> Running {
+    let b = Running::start(|c, _| {
+        c.revive_interval = 200;
+        c.pop_from_retry_probability = 0;
+        c.enable_pop_buffer_merge = true;
+    })
+    .await;
+    let r = b.send(TOPIC, 0, b"create", "").await;
+    assert_eq!(r.code(), 0);
+    b
+}
+
 #[tokio::test]
 async fn acked_messages_never_come_back() {
     let b = started().await;
@@ -680,7 +693,7 @@ fn committed(b: &Running, queue_id: i32) -> i64 {
 /// no record at all: the offset passes them, and a restart does not bring them back.
 #[tokio::test]
 async fn batches_acked_in_memory_write_nothing_and_stay_acked() {
-    let b = started().await;
+    let b = started_buffering().await;
     send_n(&b, 39).await;
     let before = parked_records(&b);
     let got = pop_until(&b, 40, 60_000, Duration::from_secs(5)).await;
@@ -716,7 +729,7 @@ async fn batches_acked_in_memory_write_nothing_and_stay_acked() {
 /// offset never passed them: `integration-tests` pop_crash and the reliability driver.)
 #[tokio::test]
 async fn buffered_batches_are_written_at_a_clean_stop() {
-    let b = started().await;
+    let b = started_buffering().await;
     send_n(&b, 7).await;
     let got = pop_until(&b, 8, 6_000, Duration::from_secs(5)).await;
     let popped_at = Instant::now();
@@ -755,6 +768,7 @@ async fn a_partly_acked_buffered_batch_is_written_and_its_rest_revived() {
     let b = Running::start(|c, _| {
         c.revive_interval = 200;
         c.pop_from_retry_probability = 0;
+        c.enable_pop_buffer_merge = true;
         c.pop_ck_stay_buffer_time = 600;
     })
     .await;
