@@ -70,8 +70,8 @@ pub struct PopLoad {
     /// within the rate (as a consumer busy processing them would).
     pub rate: Option<f64>,
     /// Send a failed ack again (a transport error: the broker down, the connection cut, a
-    /// timeout) after [`ACK_RETRY_DELAY`], as the 5.x SDKs' push consumers do, while the
-    /// receipt's invisible time has more than that left.
+    /// timeout) after [`ACK_RETRY_DELAY`], until it is answered, as the 5.x SDKs' push
+    /// consumers do.
     pub retry_acks: bool,
     /// Hash every delivered body ([`Delivery::body`], [`Delivery::body_changed`]): costs the
     /// load generator a hash per message.
@@ -547,7 +547,7 @@ async fn ack_each(s: &Arc<Shared>, messages: &[PoppedMessage], ids: &[u128]) {
         let request = ack_request(&l.group, m);
         let (id, deadline) = (*id, deadline(m));
         async move {
-            let (result, took) = invoke_ack(s, request, deadline).await;
+            let (result, took) = invoke_ack(s, request).await;
             (id, deadline, result, took)
         }
     });
@@ -567,7 +567,7 @@ async fn ack_batch(s: &Arc<Shared>, messages: &[PoppedMessage], ids: &[u128]) {
         }
     };
     let deadline = messages.iter().map(deadline).min().unwrap_or(i64::MAX);
-    let (result, took) = invoke_ack(s, request, deadline).await;
+    let (result, took) = invoke_ack(s, request).await;
     settle(s, ids, deadline, &result, took);
 }
 
@@ -576,15 +576,13 @@ fn deadline(m: &PoppedMessage) -> i64 {
     m.extra.pop_time.saturating_add(m.extra.invisible_time)
 }
 
-/// Sends an ack, again after a transport error while [`PopLoad::retry_acks`] allows; the
-/// last answer and the last attempt's round trip. A failed attempt that is retried is
-/// counted as an error here.
+/// Sends an ack, again after each transport error with [`PopLoad::retry_acks`] (until it
+/// is answered or the load stops); the last answer and the last attempt's round trip. A
+/// failed attempt that is retried is counted as an error here.
 async fn invoke_ack(
     s: &Shared,
     request: RemotingCommand,
-    deadline: i64,
 ) -> (Result<RemotingCommand, remoting::RemotingError>, u32) {
-    let retry_ms = i64::try_from(ACK_RETRY_DELAY.as_millis()).unwrap_or(1000);
     loop {
         s.ack_requests.fetch_add(1, Ordering::Relaxed);
         let at = Instant::now();
@@ -593,9 +591,9 @@ async fn invoke_ack(
             .invoke(&s.load.addr, request.clone(), Duration::from_secs(10))
             .await;
         let took = micros(at);
-        let again = s.load.retry_acks
-            && !s.stop.load(Ordering::Relaxed)
-            && now_ms().saturating_add(2 * retry_ms) < deadline;
+        // Past the receipt's invisible time too: the broker may hold the first attempt
+        // (its answer lost), and a late SUCCESS is told apart in the books.
+        let again = s.load.retry_acks && !s.stop.load(Ordering::Relaxed);
         match &result {
             Err(e) if again => {
                 s.tally()

@@ -139,8 +139,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
         format!(
             "{CONSUMERS} in-process POP consumers over one connection (integration-tests/src/bench/pop_load.rs): \
              pops of {BATCH} (queue −1), invisible {} ms, poll {POLL_MS} ms, one ACK_MESSAGE per message (sent \
-             again {} s after a transport error while the receipt has time left, as the 5.x SDKs' push consumers \
-             do), {}",
+             again {} s after a transport error until answered, as the 5.x SDKs' push consumers do), {}",
             plan.pop_invisible_ms,
             pop_load::ACK_RETRY_DELAY.as_secs(),
             if plan.pop_rate > 0 {

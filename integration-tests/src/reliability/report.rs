@@ -942,8 +942,9 @@ fn description(sc: &Scenario, plan: &Plan) -> String {
              *backlog*. Then {} POP consumers in the driver's process (integration-tests/src/bench/pop_load.rs, one \
              connection) pop (queue −1, {} at a time, invisible time {} ms) and ack every message with one \
              ACK_MESSAGE, {}. A pop that fails (the broker down, its connection cut, a timeout) is counted and \
-             tried again on a new connection; an ack that fails so is counted and sent again {} s later, as the \
-             5.x SDKs' push consumers do, while its receipt has more than twice that left. {} the broker is killed \
+             tried again on a new connection; an ack that fails so is counted and sent again {} s later until it \
+             is answered, as the 5.x SDKs' push consumers do (an ack answered SUCCESS only after the receipt's \
+             invisible time is *late*: the message may have been revived meanwhile). {} the broker is killed \
              with SIGKILL {} ms after it served again and started at once on the same store. After the kills the \
              consumers go on until every message has been acked once, then {} s longer (the invisible time + {} \
              s), so an ack or a checkpoint the broker lost would come back. Deliveries are counted per `UNIQ_KEY`: \
