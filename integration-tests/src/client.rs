@@ -8,7 +8,8 @@ use std::fmt;
 use std::time::Duration;
 
 use bytes::Bytes;
-use remoting::protocol::broker::SendMessageRequestHeaderV2;
+use remoting::protocol::broker::{PullMessageRequestHeader, SendMessageRequestHeaderV2};
+use remoting::protocol::constants::pull_sys_flag;
 use remoting::protocol::namesrv::{RegisterBrokerRequestHeader, UnregisterBrokerRequestHeader};
 use remoting::protocol::topic::{DataVersion, RegisterBrokerBody, TopicConfig};
 use remoting::{RemotingClient, RemotingCommand, RequestCode};
@@ -252,4 +253,25 @@ pub fn send_request_with(topic: &str, body: &'static [u8], properties: &str) -> 
     };
     RemotingCommand::request_with(RequestCode::SendMessageV2, &header)
         .with_body(Bytes::from_static(body))
+}
+
+/// A PULL_MESSAGE of `group` reading `topic`'s queue `queue_id` from `offset` (32 at most,
+/// TAG `*`, never held, nothing committed): how the tests read a queue back.
+#[must_use]
+pub fn read_request(group: &str, topic: &str, queue_id: i32, offset: i64) -> RemotingCommand {
+    let header = PullMessageRequestHeader {
+        consumer_group: group.into(),
+        topic: topic.into(),
+        queue_id,
+        queue_offset: offset,
+        max_msg_nums: 32,
+        sys_flag: pull_sys_flag::SUBSCRIPTION,
+        commit_offset: 0,
+        suspend_timeout_millis: 0,
+        subscription: Some("*".into()),
+        sub_version: 0,
+        expression_type: Some("TAG".into()),
+        ..PullMessageRequestHeader::default()
+    };
+    RemotingCommand::request_with(RequestCode::PullMessage, &header)
 }

@@ -8,8 +8,6 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use message::properties;
 use message::record::{self, Record};
-use remoting::protocol::broker::PullMessageRequestHeader;
-use remoting::protocol::constants::pull_sys_flag;
 use remoting::{RemotingCommand, RequestCode};
 
 use crate::client::{send_request_with, try_request};
@@ -52,23 +50,9 @@ pub fn drain(addr: &str, topic: &str) -> Vec<Delivered> {
     let mut out = Vec::new();
     let mut offset = 0;
     loop {
-        let header = PullMessageRequestHeader {
-            consumer_group: "timer_drain".into(),
-            topic: topic.into(),
-            queue_id: 0,
-            queue_offset: offset,
-            max_msg_nums: 32,
-            sys_flag: pull_sys_flag::SUBSCRIPTION,
-            commit_offset: 0,
-            suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
-            sub_version: 0,
-            expression_type: Some("TAG".into()),
-            ..PullMessageRequestHeader::default()
-        };
         let Ok(resp) = try_request(
             addr,
-            RemotingCommand::request_with(RequestCode::PullMessage, &header),
+            crate::client::read_request("timer_drain", topic, 0, offset),
         ) else {
             return out;
         };

@@ -108,28 +108,6 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     );
     ctx.result
         .metric("drain_secs", drained.elapsed.as_secs_f64());
-    let running = broker.process().is_running();
-    ctx.result
-        .metric("broker_running_at_end", f64::from(u8::from(running)));
-    let log = format!(
-        "{}\n{}",
-        broker.process_ref().stdout(),
-        broker.process_ref().stderr()
-    );
-    let recoveries = log
-        .lines()
-        .filter(|l| l.contains("commit log recovered"))
-        .collect::<Vec<_>>();
-    ctx.result.count(
-        "abnormal_recoveries",
-        recoveries.iter().filter(|l| l.contains("Abnormal")).count(),
-    );
-    ctx.result.count(
-        "recoveries_truncating",
-        log.lines()
-            .filter(|l| l.contains("recovery truncated an invalid commit log tail"))
-            .count(),
-    );
-    ctx.keep_logs("broker", broker.process_ref());
+    ctx.broker_after_kills(&mut broker);
     Ok(Outcome::Done)
 }

@@ -20,9 +20,7 @@ use std::time::{Duration, Instant};
 
 use message::properties;
 use message::record::{self, Record};
-use remoting::protocol::broker::PullMessageRequestHeader;
-use remoting::protocol::constants::pull_sys_flag;
-use remoting::{RemotingClient, RemotingCommand, RequestCode};
+use remoting::RemotingClient;
 use serde_json::Value;
 
 use super::scenario::{Ctx, Outcome, truncate};
@@ -263,21 +261,7 @@ pub fn run(ctx: &mut Ctx<'_>) -> Result<Outcome, String> {
     let outcome = running.finish();
     books(ctx, &sent, &outcome, consume_secs);
 
-    let running = broker.process().is_running();
-    ctx.result
-        .metric("broker_running_at_end", f64::from(u8::from(running)));
-    let log = format!(
-        "{}\n{}",
-        broker.process_ref().stdout(),
-        broker.process_ref().stderr()
-    );
-    ctx.result.count(
-        "abnormal_recoveries",
-        log.lines()
-            .filter(|l| l.contains("commit log recovered") && l.contains("Abnormal"))
-            .count(),
-    );
-    ctx.keep_logs("broker", broker.process_ref());
+    ctx.broker_after_kills(&mut broker);
     Ok(Outcome::Done)
 }
 
@@ -496,24 +480,10 @@ async fn read_queue(
     let mut out = Vec::new();
     let mut offset = 0i64;
     loop {
-        let header = PullMessageRequestHeader {
-            consumer_group: "rel_pop_kill9_readback".into(),
-            topic: topic.into(),
-            queue_id,
-            queue_offset: offset,
-            max_msg_nums: 32,
-            sys_flag: pull_sys_flag::SUBSCRIPTION,
-            commit_offset: 0,
-            suspend_timeout_millis: 0,
-            subscription: Some("*".into()),
-            sub_version: 0,
-            expression_type: Some("TAG".into()),
-            ..PullMessageRequestHeader::default()
-        };
         let response = client
             .invoke(
                 addr,
-                RemotingCommand::request_with(RequestCode::PullMessage, &header),
+                crate::client::read_request("rel_pop_kill9_readback", topic, queue_id, offset),
                 Duration::from_secs(10),
             )
             .await

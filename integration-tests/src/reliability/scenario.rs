@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 
 use crate::drill::{Books, Produced};
-use crate::harness::ChildProcess;
+use crate::harness::{BrokerProcess, ChildProcess};
 
 /// Sizes of a whole run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -356,6 +356,32 @@ pub struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The figures of a broker at the end of a kill loop: whether it still runs, how its
+    /// restarts recovered (abnormally, truncating a torn tail), and its logs.
+    pub fn broker_after_kills(&mut self, broker: &mut BrokerProcess) {
+        let running = broker.process().is_running();
+        self.result
+            .metric("broker_running_at_end", f64::from(u8::from(running)));
+        let log = format!(
+            "{}\n{}",
+            broker.process_ref().stdout(),
+            broker.process_ref().stderr()
+        );
+        self.result.count(
+            "abnormal_recoveries",
+            log.lines()
+                .filter(|l| l.contains("commit log recovered") && l.contains("Abnormal"))
+                .count(),
+        );
+        self.result.count(
+            "recoveries_truncating",
+            log.lines()
+                .filter(|l| l.contains("recovery truncated an invalid commit log tail"))
+                .count(),
+        );
+        self.keep_logs("broker", broker.process_ref());
+    }
+
     /// Copies a process's logs into the run's log dir and records what they say that an
     /// operator should see: error and warning lines, panics, the first distinct errors.
     pub fn keep_logs(&mut self, label: &str, process: &ChildProcess) {
