@@ -935,8 +935,8 @@ fn description(sc: &Scenario, plan: &Plan) -> String {
             plan.disk_mib * 4
         ),
         Kind::PopKill9 => format!(
-            "One master (`brokerRole=ASYNC_MASTER`, `flushDiskType=SYNC_FLUSH`, no slave): sluice answers a pop once \
-             its checkpoint is durable and an ack once its record is. A topic of {} queues gets a backlog of {} \
+            "One master (`brokerRole=ASYNC_MASTER`, `flushDiskType=SYNC_FLUSH`, no slave): a pop's offset passes \
+             its batch once its checkpoint is durable, and an ack is answered once its record is. A topic of {} queues gets a backlog of {} \
              messages of {} B, written by `mqbench producer {}` (our load generator, not a standard client: here \
              only the fill) and read back once by pulls: every message's `UNIQ_KEY` and body are the books' \
              *backlog*. Then {} POP consumers in the driver's process (integration-tests/src/bench/pop_load.rs, one \
