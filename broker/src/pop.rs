@@ -11,10 +11,9 @@
 //! time order and a checkpoint's acks follow it within about a second.
 //!
 //! Where sluice differs (see also [`revive`]):
-//! - a checkpoint is kept in memory while its batch is likely to be acked soon
-//!   ([`ck_buffer`], RocketMQ's off-by-default `enablePopBufferMerge`, on here): a batch
-//!   acked in time writes no record at all, one that is not is written with what was
-//!   acked;
+//! - with `enablePopBufferMerge` (off by default, as in RocketMQ) a checkpoint is kept
+//!   in memory while its batch is likely to be acked soon ([`ck_buffer`]): a batch acked
+//!   in time writes no record at all, one that is not is written with what was acked;
 //! - an ack is answered once it is kept — its record as durable as the role requires,
 //!   or the group's offset past its batch (RocketMQ answers before either);
 //! - the offset passes a batch only once it is acked or its checkpoint is durable, in

@@ -16,14 +16,13 @@
 //! durable as the role requires, or the offset past its batch), never before.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use parking_lot::Mutex;
 use remoting::{Channel, RemotingCommand, ResponseCode};
 use store::PutMessageStatus;
 use tracing::debug;
-
-use std::sync::Arc;
 
 use super::ck_buffer::{Acked, Answer, CheckpointBuffer, QueueKey};
 use super::records::AckRecord;
@@ -32,7 +31,7 @@ use crate::broker::Broker;
 use crate::timer::TimerService;
 
 /// Why an ack of a batch lost in a crash is refused.
-pub const LOST_RECEIPT: &str = "the receipt's batch was lost in a broker restart before it was kept; \
+const LOST_RECEIPT: &str = "the receipt's batch was lost in a broker restart before it was kept; \
 its messages are delivered again";
 
 /// Pending acks past which a burst is written at once, whatever else is queued.

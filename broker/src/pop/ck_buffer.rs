@@ -116,20 +116,16 @@ impl Held {
             .collect()
     }
 
-    /// Marks `offset` acked; false when it is not one of the batch's.
-    fn ack(&mut self, offset: i64) -> bool {
+    /// Marks `offset` acked (nothing when it is not one of the batch's).
+    fn ack(&mut self, offset: i64) {
         let n = usize::from(self.ck.num).min(64);
         // Most batches are contiguous: the message at `offset - start` first.
         let guess = usize::try_from(offset - self.ck.start_offset)
             .ok()
             .filter(|i| *i < n && self.ck.queue_offset(*i) == Some(offset));
         let index = guess.or_else(|| (0..n).find(|i| self.ck.queue_offset(*i) == Some(offset)));
-        match index {
-            Some(i) => {
-                self.acked |= 1u64 << i;
-                true
-            }
-            None => false,
+        if let Some(i) = index {
+            self.acked |= 1u64 << i;
         }
     }
 }
@@ -184,36 +180,69 @@ pub enum Acked {
     Lost(Vec<Answer>),
 }
 
+/// One queue's batches not yet passed, in pop order.
+#[derive(Debug)]
+struct Queue {
+    batches: VecDeque<Batch>,
+    /// How far the offset was passed (its journal line may still be on its way).
+    passed_to: i64,
+}
+
+impl Default for Queue {
+    fn default() -> Self {
+        Queue {
+            batches: VecDeque::new(),
+            passed_to: -1,
+        }
+    }
+}
+
+impl Queue {
+    /// Takes the answers waiting at batch `i` or behind it (they cannot be kept now).
+    fn refuse_from(&mut self, i: usize) -> Vec<Answer> {
+        self.batches
+            .iter_mut()
+            .skip(i)
+            .flat_map(|b| {
+                b.held_since = None;
+                std::mem::take(&mut b.answers)
+            })
+            .collect()
+    }
+}
+
+/// The queues stay once popped (a few per group), so a pop allocates no key.
 #[derive(Debug, Default)]
 struct Inner {
-    queues: HashMap<Arc<QueueKey>, VecDeque<Batch>>,
+    queues: HashMap<Arc<QueueKey>, Queue>,
     /// (due time, batch id, queue): when a batch is looked at again. Stale entries
     /// (the batch written or passed meanwhile) are skipped.
     due: BinaryHeap<Reverse<(i64, u64, Arc<QueueKey>)>>,
     buffered: usize,
     next_id: u64,
-    /// How far the offset of each queue was passed (its journal line may still be on
-    /// its way).
-    passed_to: HashMap<Arc<QueueKey>, i64>,
 }
 
 /// An offset to commit and the answers to send once it is.
 type Passed = Option<(i64, Vec<Answer>)>;
 
 impl Inner {
-    fn key_of(&mut self, key: &QueueKey) -> Arc<QueueKey> {
-        match self.queues.get_key_value(key) {
+    /// Appends a batch to its queue: the queue's shared key and the batch's id.
+    fn push(
+        &mut self,
+        key: &QueueKey,
+        start: i64,
+        end: i64,
+        pop_time: i64,
+        state: State,
+    ) -> (Arc<QueueKey>, u64) {
+        let k = match self.queues.get_key_value(key) {
             Some((k, _)) => Arc::clone(k),
             None => {
                 let k = Arc::new(key.clone());
-                self.queues.insert(Arc::clone(&k), VecDeque::new());
+                self.queues.insert(Arc::clone(&k), Queue::default());
                 k
             }
-        }
-    }
-
-    fn push(&mut self, key: &QueueKey, start: i64, end: i64, pop_time: i64, state: State) -> u64 {
-        let k = self.key_of(key);
+        };
         self.next_id += 1;
         let id = self.next_id;
         if let State::Buffered(h) = &state {
@@ -221,7 +250,7 @@ impl Inner {
             self.due.push(Reverse((h.write_at, id, Arc::clone(&k))));
         }
         if let Some(q) = self.queues.get_mut(&k) {
-            q.push_back(Batch {
+            q.batches.push_back(Batch {
                 id,
                 start,
                 end,
@@ -232,7 +261,7 @@ impl Inner {
                 logged_at: None,
             });
         }
-        id
+        (k, id)
     }
 
     /// Takes every buffered batch of the queue up to and including `through` (all when
@@ -242,7 +271,7 @@ impl Inner {
         let Some(q) = self.queues.get_mut(key) else {
             return jobs;
         };
-        for b in q.iter_mut() {
+        for b in &mut q.batches {
             if matches!(b.state, State::Buffered(_)) {
                 if let State::Buffered(held) = std::mem::replace(&mut b.state, State::Writing) {
                     self.buffered -= 1;
@@ -265,7 +294,7 @@ impl Inner {
     /// batch — every batch before it acked, durable, or with its checkpoint earlier in
     /// the log — else `None`.
     fn logged(&mut self, key: &QueueKey, id: u64, log_end: u64) -> Option<i64> {
-        let q = self.queues.get_mut(key)?;
+        let q = &mut self.queues.get_mut(key)?.batches;
         let i = q.iter().position(|b| b.id == id)?;
         let b = q.get_mut(i)?;
         b.logged_at = Some(log_end);
@@ -284,30 +313,22 @@ impl Inner {
     /// answers.
     fn advance(&mut self, key: &QueueKey) -> Passed {
         let q = self.queues.get_mut(key)?;
-        let mut passed: Passed = None;
+        let mut end = None;
+        let mut answers = Vec::new();
         while q
+            .batches
             .front()
             .is_some_and(|b| matches!(b.state, State::Passable))
         {
-            let Some(b) = q.pop_front() else { break };
-            let (_, answers) = passed.get_or_insert_with(|| (b.end, Vec::new()));
+            let Some(b) = q.batches.pop_front() else {
+                break;
+            };
+            end = Some(b.end);
             answers.extend(b.answers);
-            if let Some((end, _)) = passed.as_mut() {
-                *end = b.end;
-            }
         }
-        let emptied = q.is_empty();
-        if let Some((end, _)) = &passed {
-            if let Some((k, _)) = self.queues.get_key_value(key) {
-                let k = Arc::clone(k);
-                let to = self.passed_to.entry(k).or_insert(*end);
-                *to = (*to).max(*end);
-            }
-        }
-        if emptied {
-            self.queues.remove(key);
-        }
-        passed
+        let end = end?;
+        q.passed_to = q.passed_to.max(end);
+        Some((end, answers))
     }
 
     fn ack(
@@ -319,25 +340,24 @@ impl Inner {
         answers: Vec<Answer>,
         now: i64,
     ) -> (Acked, Passed) {
-        let unknown = |inner: &Self, answers| {
-            let passed = inner.passed_to.get(key).copied().unwrap_or(-1);
-            if offsets.iter().all(|o| *o < passed) {
+        let Some((k, q)) = self.queues.get_key_value(key) else {
+            return (Acked::Lost(answers), None);
+        };
+        let k = Arc::clone(k);
+        let passed_to = q.passed_to;
+        let Some(b) = self.queues.get_mut(&k).and_then(|q| {
+            q.batches
+                .iter_mut()
+                .find(|b| b.start == start && b.pop_time == pop_time)
+        }) else {
+            // Not in memory: passed already, or lost in a restart.
+            let passed = offsets.iter().all(|o| *o < passed_to);
+            let acked = if passed {
                 Acked::NotBuffered(answers)
             } else {
                 Acked::Lost(answers)
-            }
-        };
-        let Some(k) = self.queues.get_key_value(key).map(|(k, _)| Arc::clone(k)) else {
-            return (unknown(self, answers), None);
-        };
-        let Some(q) = self.queues.get_mut(&k) else {
-            return (unknown(self, answers), None);
-        };
-        let Some(b) = q
-            .iter_mut()
-            .find(|b| b.start == start && b.pop_time == pop_time)
-        else {
-            return (unknown(self, answers), None);
+            };
+            return (acked, None);
         };
         let State::Buffered(held) = &mut b.state else {
             return (Acked::NotBuffered(answers), None);
@@ -359,7 +379,7 @@ impl Inner {
         if let Some(b) = self
             .queues
             .get_mut(&k)
-            .and_then(|q| q.iter_mut().find(|b| b.id == id))
+            .and_then(|q| q.batches.iter_mut().find(|b| b.id == id))
         {
             if !b.answers.is_empty() && b.held_since.is_none() {
                 b.held_since = Some(now);
@@ -383,7 +403,7 @@ impl Inner {
             let Some(b) = self
                 .queues
                 .get(&key)
-                .and_then(|q| q.iter().find(|b| b.id == id))
+                .and_then(|q| q.batches.iter().find(|b| b.id == id))
             else {
                 continue;
             };
@@ -407,25 +427,16 @@ impl Inner {
         let Some(q) = self.queues.get_mut(key) else {
             return (None, Vec::new());
         };
-        let Some(i) = q.iter().position(|b| b.id == id) else {
+        let Some(i) = q.batches.iter().position(|b| b.id == id) else {
             return (None, Vec::new());
         };
-        if ok {
-            if let Some(b) = q.get_mut(i) {
-                b.state = State::Passable;
-            }
-            return (self.advance(key), Vec::new());
+        if !ok {
+            return (None, q.refuse_from(i));
         }
-        // The acks waiting at or behind it cannot be kept now.
-        let failed = q
-            .iter_mut()
-            .skip(i)
-            .flat_map(|b| {
-                b.held_since = None;
-                std::mem::take(&mut b.answers)
-            })
-            .collect();
-        (None, failed)
+        if let Some(b) = q.batches.get_mut(i) {
+            b.state = State::Passable;
+        }
+        (self.advance(key), Vec::new())
     }
 
     /// A job's checkpoint could not be put: back in memory, tried again later; the acks
@@ -434,33 +445,24 @@ impl Inner {
         let Some(q) = self.queues.get_mut(&job.key) else {
             return Vec::new();
         };
-        let Some(i) = q.iter().position(|b| b.id == job.id) else {
+        let Some(i) = q.batches.iter().position(|b| b.id == job.id) else {
             return Vec::new();
         };
         let mut held = job.held;
         held.write_at = now + RETRY_MS;
         self.due
             .push(Reverse((held.write_at, job.id, Arc::clone(&job.key))));
-        if let Some(b) = q.get_mut(i) {
+        if let Some(b) = q.batches.get_mut(i) {
             b.state = State::Buffered(held);
         }
         self.buffered += 1;
-        q.iter_mut()
-            .skip(i)
-            .flat_map(|b| {
-                b.held_since = None;
-                std::mem::take(&mut b.answers)
-            })
-            .collect()
+        q.refuse_from(i)
     }
 
     /// Removes a batch that was never handed out.
     fn remove(&mut self, key: &QueueKey, id: u64) {
         if let Some(q) = self.queues.get_mut(key) {
-            q.retain(|b| b.id != id);
-            if q.is_empty() {
-                self.queues.remove(key);
-            }
+            q.batches.retain(|b| b.id != id);
         }
     }
 
@@ -474,7 +476,7 @@ impl Inner {
         let answers = self
             .queues
             .remove(&k)
-            .map(|q| q.into_iter().flat_map(|b| b.answers).collect())
+            .map(|q| q.batches.into_iter().flat_map(|b| b.answers).collect())
             .unwrap_or_default();
         (jobs, answers)
     }
@@ -487,13 +489,17 @@ impl Inner {
         let stuck: Vec<Arc<QueueKey>> = self
             .queues
             .iter()
-            .filter(|(_, q)| q.iter().any(|b| matches!(b.state, State::Buffered(_))))
+            .filter(|(_, q)| {
+                q.batches
+                    .iter()
+                    .any(|b| matches!(b.state, State::Buffered(_)))
+            })
             .map(|(k, _)| Arc::clone(k))
             .collect();
         stuck
             .iter()
             .filter_map(|k| self.queues.remove(k))
-            .flat_map(|q| q.into_iter().flat_map(|b| b.answers))
+            .flat_map(|q| q.batches.into_iter().flat_map(|b| b.answers))
             .collect()
     }
 }
@@ -597,14 +603,13 @@ impl CheckpointBuffer {
             return Ok(());
         }
         // Written now, after any batch of the queue still in memory.
-        let id = inner.push(&key, start, end, pop_time, State::Writing);
-        let k = inner.key_of(&key);
+        let (k, id) = inner.push(&key, start, end, pop_time, State::Writing);
         let jobs = inner.take_through(&k, Some(id));
         drop(inner);
         self.write_jobs(jobs);
         match revive_log::put_checkpoint(&self.broker, &self.timer, &ck, revive_qid) {
             Ok(w) => {
-                self.handed_out(&k, id, w.end);
+                self.handed_out(&k, id, w.end, &w.durable);
                 self.when_durable(k, id, w.durable);
                 Ok(())
             }
@@ -619,14 +624,13 @@ impl CheckpointBuffer {
     /// units): the offset passes it once the log to its end is durable.
     pub fn skipped(self: &Arc<Self>, key: &QueueKey, start: i64, end: i64) {
         let log_end = self.broker.store.commit_log().max_offset();
-        let id = {
+        let (k, id) = {
             let mut inner = self.inner.lock();
-            let id = inner.push(key, start, end, 0, State::Writing);
+            let (k, id) = inner.push(key, start, end, 0, State::Writing);
             // Nothing to revive in it: as good as a checkpoint in the log so far.
             inner.logged(key, id, log_end.0);
-            id
+            (k, id)
         };
-        let k = Arc::new(key.clone());
         self.when_durable(k, id, self.broker.durable_to(log_end));
     }
 
@@ -726,7 +730,14 @@ impl CheckpointBuffer {
     /// offset passes the batch does not hand it out again under a second checkpoint,
     /// whose twin would revive it though it was acked — unless a batch before it could
     /// still be lost by a crash (only in memory, or its checkpoint not in the log yet).
-    fn handed_out(&self, key: &QueueKey, id: u64, log_end: u64) {
+    /// Nothing is journaled when the checkpoint is durable already: the offset passes
+    /// the batch right away (`when_durable`; once the batches before it are, which are
+    /// durable too unless another thread's put is still returning), and that journal
+    /// line is the record.
+    fn handed_out(&self, key: &QueueKey, id: u64, log_end: u64, durable: &Durable) {
+        if durable.ready().is_some_and(|s| s.is_ok()) {
+            return;
+        }
         let end = self.inner.lock().logged(key, id, log_end);
         if let Some(end) = end {
             self.broker.offsets.journal_handed_out(
@@ -802,7 +813,7 @@ impl CheckpointBuffer {
                     continue;
                 }
                 Ok(w) => {
-                    self.handed_out(&job.key, job.id, w.end);
+                    self.handed_out(&job.key, job.id, w.end, &w.durable);
                     w.durable
                 }
             };
@@ -923,7 +934,7 @@ mod tests {
         assert_eq!(send_all(p), Some(104));
         assert_eq!(ok.load(Ordering::Relaxed), 2);
         assert_eq!(inner.buffered, 0);
-        assert!(inner.queues.is_empty());
+        assert!(inner.queues.values().all(|q| q.batches.is_empty()));
     }
 
     #[test]
@@ -1003,7 +1014,7 @@ mod tests {
             matches!(a, Acked::Lost(v) if v.len() == 1),
             "unknown, and the offset not past it: lost in a restart"
         );
-        let w = inner.push(&key(0), 0, 1, 1, State::Writing);
+        let (_, w) = inner.push(&key(0), 0, 1, 1, State::Writing);
         let (a, _) = inner.ack(&key(0), 0, 1, &[0], vec![answer()], 1);
         assert!(matches!(a, Acked::NotBuffered(_)), "written already");
         inner.written(&key(0), w, true);
@@ -1015,7 +1026,7 @@ mod tests {
     fn skipped_ranges_pass_in_order_with_the_batches() {
         let mut inner = Inner::default();
         inner.push(&key(0), 0, 2, 1_000, held(0, 2, 1_000));
-        let skip = inner.push(&key(0), 2, 9, 0, State::Writing);
+        let (_, skip) = inner.push(&key(0), 2, 9, 0, State::Writing);
         assert!(
             inner.written(&key(0), skip, true).0.is_none(),
             "behind a buffered batch"
@@ -1028,7 +1039,7 @@ mod tests {
     fn a_batch_counts_as_handed_out_only_behind_batches_a_crash_cannot_lose() {
         let mut inner = Inner::default();
         inner.push(&key(0), 0, 2, 1_000, held(0, 2, 1_000));
-        let a = inner.push(&key(0), 2, 4, 1_000, State::Writing);
+        let (_, a) = inner.push(&key(0), 2, 4, 1_000, State::Writing);
         assert_eq!(
             inner.logged(&key(0), a, 500),
             None,
@@ -1036,7 +1047,7 @@ mod tests {
         );
         let (jobs, _) = inner.take_due(11_000);
         assert_eq!(jobs.len(), 1);
-        let b = inner.push(&key(0), 4, 6, 1_001, State::Writing);
+        let (_, b) = inner.push(&key(0), 4, 6, 1_001, State::Writing);
         assert_eq!(
             inner.logged(&key(0), b, 600),
             None,
