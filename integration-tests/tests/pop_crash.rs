@@ -29,6 +29,8 @@ const GROUP: &str = "GID_pop_crash";
 const MESSAGES: usize = 4000;
 const KILLS: usize = 4;
 const INVISIBLE_MS: i64 = 6000;
+/// The pause after each pop of up to 32 messages.
+const PACE: Duration = Duration::from_millis(80);
 
 fn send(i: usize) -> RemotingCommand {
     let header = SendMessageRequestHeaderV2 {
@@ -100,6 +102,7 @@ fn run(what: &str, settings: &[(&str, &str)]) {
     let mut acked: BTreeSet<String> = BTreeSet::new();
     let mut acked_then_again: BTreeSet<String> = BTreeSet::new();
     let mut errors = 0usize;
+    let mut refused = 0usize;
     let started = Instant::now();
     let mut all_seen_at: Option<Instant> = None;
     loop {
@@ -134,23 +137,39 @@ fn run(what: &str, settings: &[(&str, &str)]) {
             if acked.contains(&body) {
                 acked_then_again.insert(body.clone());
             }
-            match call(ack_request(GROUP, &m)) {
-                Ok(r) if r.code() == 0 => {
-                    acked.insert(body);
+            // An ack lost to a kill may or may not have been kept: sent again until
+            // answered, as the 5.x SDKs' consumers do. A refused one must come back.
+            loop {
+                match call(ack_request(GROUP, &m)) {
+                    Ok(r) if r.code() == 0 => {
+                        acked.insert(body);
+                        break;
+                    }
+                    Ok(_) => {
+                        refused += 1;
+                        break;
+                    }
+                    Err(_) if started.elapsed() < Duration::from_secs(140) => {
+                        errors += 1;
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                    Err(_) => break,
                 }
-                _ => errors += 1,
             }
         }
         if all_seen_at.is_none() && deliveries.len() == MESSAGES {
             all_seen_at = Some(Instant::now());
         }
+        // Paced so that the backlog lasts across the kills (~10 s), however fast the
+        // machine: kills land mid-pop and mid-ack, not on an idle broker.
+        std::thread::sleep(PACE);
     }
     done.store(true, Ordering::Release);
     let _broker = killer.join().unwrap();
     let redelivered: usize = deliveries.values().map(|n| n - 1).sum();
     eprintln!(
         "pop across {KILLS} kill -9 ({what}): {} of {MESSAGES} delivered, {} acked, {redelivered} redeliveries \
-         (of acked messages: {}), {errors} failed requests, {:?}",
+         (of acked messages: {}), {refused} acks refused, {errors} failed requests, {:?}",
         deliveries.len(),
         acked.len(),
         acked_then_again.len(),
