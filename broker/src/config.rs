@@ -146,9 +146,10 @@ pub struct BrokerConfig {
     /// refused at start.
     pub enable_pop_message_threshold: bool,
     /// Pop checkpoints kept in memory while their batch may be acked soon, written only
-    /// when it is not (`enablePopBufferMerge`, false as in RocketMQ). Faster (a batch
-    /// acked in time writes nothing), but a kill -9 forgets the batches in memory: they
-    /// are popped again, and late acks of their old receipts are refused.
+    /// when it is not (`enablePopBufferMerge`; true here, false in RocketMQ, whose
+    /// buffer a crash forgets). A batch acked in time writes nothing; each buffered
+    /// batch costs one line of the offset journal, from which a restart writes the
+    /// checkpoints a kill -9 left only in memory (`consumer_offset::kept`).
     pub enable_pop_buffer_merge: bool,
     /// How long a checkpoint stays in memory unacked before it is written, ms
     /// (`popCkStayBufferTime`, 10000).
@@ -281,7 +282,7 @@ impl Default for BrokerConfig {
             default_pop_share_queue_num: -1,
             pop_consumer_kv_service_enable: false,
             enable_pop_message_threshold: false,
-            enable_pop_buffer_merge: false,
+            enable_pop_buffer_merge: true,
             pop_ck_stay_buffer_time: 10_000,
             pop_ck_max_buffer_size: 200_000,
             max_pop_polling_size: 100_000,

@@ -28,6 +28,12 @@
 //! never acked. A `p` line whose checkpoint is gone (a torn tail, power loss) is
 //! dropped: the batch is handed out again, nothing is skipped. Handed-out moves not yet
 //! committed are written again after each emptying of the journal.
+//!
+//! Batches handed out with their checkpoint only in memory are journaled too ([`kept`]):
+//! a restart writes their checkpoints rather than handing them out again.
+
+mod kept;
+pub use kept::KeptBatch;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -63,12 +69,15 @@ pub struct ConsumerOffsetManager {
     /// The journal of the broker's own moves since the last write of the file, and the
     /// handed-out moves it holds that no commit has covered yet (under its lock).
     journal: Mutex<Journal>,
+    /// The kept batches the journal recovered, until the pop buffer takes them.
+    recovered: Mutex<Vec<KeptBatch>>,
 }
 
 #[derive(Debug)]
 struct Journal {
     file: Option<File>,
     handed_out: HandedOut,
+    kept: kept::KeptTable,
 }
 
 /// A journal line: `c` (set) or `a` (move forward only), group, topic, queue, offset.
@@ -89,13 +98,24 @@ fn handed_out_line(group: &str, topic: &str, queue_id: i32, offset: i64, log_end
 
 /// Applies the journal's lines (a torn or foreign line is skipped) to `table`; a
 /// handed-out line only when `log_end` is known and holds its checkpoint.
+///
+/// The kept batches' lines go to `kept`; handed-out moves are applied last (a later `c`
+/// line cancels one), so that `kept` sees the offset before them.
 fn replay(
     text: &str,
     table: &mut BTreeMap<String, BTreeMap<i32, i64>>,
     log_end: Option<u64>,
-) -> usize {
+    kept: &mut kept::KeptTable,
+) -> (usize, Vec<KeptBatch>) {
     let mut n = 0;
+    let mut handed: BTreeMap<(String, i32), i64> = BTreeMap::new();
     for line in text.lines() {
+        if let Some((kind @ ("k" | "w"), rest)) = line.split_once('\t') {
+            if kept.replay_line(kind, rest, log_end) {
+                n += 1;
+            }
+            continue;
+        }
         let f: Vec<&str> = line.split('\t').collect();
         if let ["p", group, topic, queue_id, offset, ck_end] = f.as_slice() {
             let (Ok(queue_id), Ok(offset), Ok(ck_end)) = (
@@ -106,12 +126,8 @@ fn replay(
                 continue;
             };
             if log_end.is_some_and(|end| ck_end <= end) {
-                let current = table
-                    .entry(key(topic, group))
-                    .or_default()
-                    .entry(queue_id)
-                    .or_insert(-1);
-                *current = (*current).max(offset);
+                let at = handed.entry((key(topic, group), queue_id)).or_insert(-1);
+                *at = (*at).max(offset);
                 n += 1;
             }
             continue;
@@ -122,20 +138,36 @@ fn replay(
         let (Ok(queue_id), Ok(offset)) = (queue_id.parse::<i32>(), offset.parse::<i64>()) else {
             continue;
         };
-        let entry = table.entry(key(topic, group)).or_default();
+        let tg = key(topic, group);
+        let entry = table.entry(tg.clone()).or_default();
         match *kind {
             "c" => {
                 entry.insert(queue_id, offset);
+                kept.reset(&tg, queue_id);
+                handed.remove(&(tg, queue_id));
             }
             "a" => {
                 let current = entry.entry(queue_id).or_insert(-1);
                 *current = (*current).max(offset);
+                kept.passed(&tg, queue_id, offset);
             }
             _ => continue,
         }
         n += 1;
     }
-    n
+    let offset_of = |table: &BTreeMap<String, BTreeMap<i32, i64>>, tg: &str, q: i32| {
+        table.get(tg).and_then(|m| m.get(&q)).copied()
+    };
+    let before = table.clone();
+    for ((tg, q), offset) in handed {
+        let current = table.entry(tg).or_default().entry(q).or_insert(-1);
+        *current = (*current).max(offset);
+    }
+    let recovered = kept.recover(
+        |tg, q| offset_of(&before, tg, q),
+        |tg, q| offset_of(table, tg, q),
+    );
+    (n, recovered)
 }
 
 impl ConsumerOffsetManager {
@@ -161,10 +193,22 @@ impl ConsumerOffsetManager {
             info!(file = %path.display(), entries = table.len(), "loaded consumer offsets");
         }
         let jpath = journal_path(&path);
-        let replayed = match std::fs::read(&jpath) {
-            Ok(bytes) => replay(&String::from_utf8_lossy(&bytes), &mut table, log_end),
-            Err(_) => 0,
+        let mut kept = kept::KeptTable::default();
+        let (replayed, recovered) = match std::fs::read(&jpath) {
+            Ok(bytes) => replay(
+                &String::from_utf8_lossy(&bytes),
+                &mut table,
+                log_end,
+                &mut kept,
+            ),
+            Err(_) => (0, Vec::new()),
         };
+        if !recovered.is_empty() {
+            info!(
+                batches = recovered.len(),
+                "pop batches kept in memory before the restart recovered from the journal"
+            );
+        }
         if replayed > 0 {
             info!(file = %jpath.display(), replayed, "replayed consumer offset journal");
         }
@@ -192,7 +236,9 @@ impl ConsumerOffsetManager {
             journal: Mutex::new(Journal {
                 file: Some(journal),
                 handed_out: BTreeMap::new(),
+                kept,
             }),
+            recovered: Mutex::new(recovered),
         })
     }
 
@@ -214,6 +260,7 @@ impl ConsumerOffsetManager {
             &mut journal,
             &journal_line('c', group, topic, queue_id, offset),
         );
+        journal.kept.reset(&key(topic, group), queue_id);
         self.commit(group, topic, queue_id, offset);
     }
 
@@ -225,6 +272,7 @@ impl ConsumerOffsetManager {
             &journal_line('a', group, topic, queue_id, offset),
         );
         self.advance(group, topic, queue_id, offset);
+        journal.kept.passed(&key(topic, group), queue_id, offset);
         if !journal.handed_out.is_empty() {
             let k = (group.to_owned(), topic.to_owned(), queue_id);
             if journal
@@ -262,6 +310,40 @@ impl ConsumerOffsetManager {
         if offset >= entry.0 {
             *entry = (offset, log_end);
         }
+    }
+
+    /// Journals a batch handed out with its checkpoint only in memory (before the pop is
+    /// answered): a restart writes its checkpoint unless the offset passed it.
+    pub fn journal_kept(&self, batch: KeptBatch) {
+        let mut journal = self.journal.lock();
+        let line = journal.kept.keep(key(&batch.topic, &batch.group), batch);
+        self.log(&mut journal, &line);
+    }
+
+    /// Journals that the checkpoint of a kept batch reached the CommitLog, ending at
+    /// `log_end`: a restart over a log holding it does not write it again.
+    pub fn journal_kept_written(
+        &self,
+        group: &str,
+        topic: &str,
+        queue_id: i32,
+        start: i64,
+        pop_time: i64,
+        log_end: u64,
+    ) {
+        let mut journal = self.journal.lock();
+        if let Some(line) =
+            journal
+                .kept
+                .written(&key(topic, group), queue_id, start, pop_time, log_end)
+        {
+            self.log(&mut journal, &line);
+        }
+    }
+
+    /// The kept batches the journal recovered at load (once).
+    pub fn take_recovered_kept(&self) -> Vec<KeptBatch> {
+        std::mem::take(&mut *self.recovered.lock())
     }
 
     /// Records that `group` has consumed `topic`/`queue_id` up to `offset` (exclusive).
@@ -459,11 +541,18 @@ impl ConsumerOffsetManager {
                 warn!(error = %e, "cannot empty the consumer offset journal");
             }
             // The moves handed out and not committed are not in the file: kept.
-            let lines: Vec<String> = journal
+            let mut lines: Vec<String> = journal
                 .handed_out
                 .iter()
                 .map(|((g, t, q), (o, end))| handed_out_line(g, t, *q, *o, *end))
                 .collect();
+            let table = self.table.read();
+            lines.extend(
+                journal
+                    .kept
+                    .lines(|tg, q| table.get(tg).and_then(|m| m.get(&q)).copied()),
+            );
+            drop(table);
             for line in lines {
                 self.log(&mut journal, &line);
             }

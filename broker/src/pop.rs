@@ -11,9 +11,11 @@
 //! time order and a checkpoint's acks follow it within about a second.
 //!
 //! Where sluice differs (see also [`revive`]):
-//! - with `enablePopBufferMerge` (off by default, as in RocketMQ) a checkpoint is kept
+//! - with `enablePopBufferMerge` (on by default; off in RocketMQ) a checkpoint is kept
 //!   in memory while its batch is likely to be acked soon ([`ck_buffer`]): a batch acked
 //!   in time writes no record at all, one that is not is written with what was acked;
+//!   each buffered batch has a line in the offset journal, so a crash does not forget
+//!   it (`consumer_offset::kept`: the restart writes its checkpoint);
 //! - an ack is answered once it is kept — its record as durable as the role requires,
 //!   or the group's offset past its batch (RocketMQ answers before either);
 //! - the offset passes a batch only once it is acked or its checkpoint is durable, in
@@ -126,6 +128,10 @@ impl PopService {
 
     /// Starts reviving (a master's job).
     pub fn start_revive(self: &Arc<Self>) {
+        self.buffer.recover(|key, end| {
+            self.queues
+                .resume_at(&key.topic, &key.group, key.queue_id, end);
+        });
         self.buffer.start();
         self.revive.start(self);
     }

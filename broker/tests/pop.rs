@@ -146,8 +146,10 @@ async fn pop_until(b: &Running, want: usize, invisible_ms: i64, limit: Duration)
     got
 }
 
+/// A broker writing each pop's checkpoint at once (`enablePopBufferMerge=false`).
 async fn started() -> Running {
     let b = Running::start(|c, _| {
+        c.enable_pop_buffer_merge = false;
         c.revive_interval = 200;
         // Retries read first never, so a pop of the topic sees the topic first.
         c.pop_from_retry_probability = 0;

@@ -37,10 +37,12 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 use store::PutMessageStatus;
+use tracing::{info, warn};
 
 use super::records::{AckRecord, CheckPoint};
 use super::revive_log::{self, CK_AHEAD_MS, ReviveLogError};
 use crate::broker::Broker;
+use crate::consumer_offset::KeptBatch;
 use crate::durability::Durable;
 use crate::service_switch::ServiceSwitch;
 use crate::timer::TimerService;
@@ -591,6 +593,18 @@ impl CheckpointBuffer {
         let mut inner = self.inner.lock();
         if settings.enabled && stay >= MIN_STAY_MS && inner.buffered < settings.max_batches {
             let write_at = pop_time + stay;
+            // Journaled before the pop is answered: a crash does not forget it.
+            self.broker.offsets.journal_kept(KeptBatch {
+                group: key.group.clone(),
+                topic: key.topic.clone(),
+                queue_id: key.queue_id,
+                start,
+                end,
+                pop_time,
+                revive_qid,
+                checkpoint: String::from_utf8_lossy(&ck.to_json()).into_owned(),
+                logged: false,
+            });
             let held = Held {
                 ck,
                 revive_qid,
@@ -678,6 +692,70 @@ impl CheckpointBuffer {
         for a in answers {
             a.send(Err("the queue's offset was reset".into()), true);
         }
+    }
+
+    /// Takes back the batches that were only in memory when the broker last stopped
+    /// without writing them (a crash), as the offset journal recovered them: their
+    /// checkpoints are written (unless the log holds them already) and the offsets pass
+    /// them once durable, so they stay handed out under their receipts; `resume` is told
+    /// where each queue's next pop starts. A batch whose checkpoint cannot be written
+    /// ends its queue's run: it and the rest are popped again from the queue.
+    pub fn recover(self: &Arc<Self>, resume: impl Fn(&QueueKey, i64)) {
+        let batches = self.broker.offsets.take_recovered_kept();
+        if batches.is_empty() {
+            return;
+        }
+        let (mut written, mut failed) = (0usize, 0usize);
+        let mut broken: Option<QueueKey> = None;
+        for b in batches {
+            let key = QueueKey {
+                topic: b.topic.clone(),
+                group: b.group.clone(),
+                queue_id: b.queue_id,
+            };
+            if broken.as_ref() == Some(&key) {
+                continue;
+            }
+            let (k, id) = self
+                .inner
+                .lock()
+                .push(&key, b.start, b.end, b.pop_time, State::Writing);
+            let durable = if b.logged {
+                let log_end = self.broker.store.commit_log().max_offset();
+                Ok(self.broker.durable_to(log_end))
+            } else {
+                remoting::fastjson::from_slice::<CheckPoint>(b.checkpoint.as_bytes())
+                    .map_err(|e| e.to_string())
+                    .and_then(|ck| {
+                        revive_log::put_checkpoint(&self.broker, &self.timer, &ck, b.revive_qid)
+                            .map_err(|e| e.to_string())
+                    })
+                    .map(|w| {
+                        self.broker.offsets.journal_kept_written(
+                            &b.group, &b.topic, b.queue_id, b.start, b.pop_time, w.end,
+                        );
+                        self.handed_out(&k, id, w.end, &w.durable);
+                        w.durable
+                    })
+            };
+            match durable {
+                Ok(durable) => {
+                    written += 1;
+                    resume(&key, b.end);
+                    self.when_durable(k, id, durable);
+                }
+                Err(e) => {
+                    failed += 1;
+                    warn!(topic = %b.topic, group = %b.group, queue_id = b.queue_id, start = b.start, error = %e, "checkpoint of a pop batch kept before the restart not written; the queue is popped again from there");
+                    self.inner.lock().remove(&key, id);
+                    broken = Some(key);
+                }
+            }
+        }
+        info!(
+            batches = written,
+            failed, "pop batches kept in memory before the restart written back"
+        );
     }
 
     /// Starts the flusher (a master's job).
@@ -813,6 +891,14 @@ impl CheckpointBuffer {
                     continue;
                 }
                 Ok(w) => {
+                    self.broker.offsets.journal_kept_written(
+                        &job.key.group,
+                        &job.key.topic,
+                        job.key.queue_id,
+                        job.held.ck.start_offset,
+                        job.held.ck.pop_time,
+                        w.end,
+                    );
                     self.handed_out(&job.key, job.id, w.end, &w.durable);
                     w.durable
                 }

@@ -48,6 +48,14 @@ impl PopQueues {
         }
     }
 
+    /// Batches up to `end` are in flight already (taken back after a restart): the
+    /// next pop of the queue starts there at the earliest.
+    pub fn resume_at(&self, topic: &str, group: &str, queue_id: i32, end: i64) {
+        let mut t = self.table.lock();
+        let s = t.entry(lock_key(topic, group, queue_id)).or_default();
+        s.in_flight_end = Some(s.in_flight_end.map_or(end, |e| e.max(end)));
+    }
+
     /// The in-flight end of a queue.
     #[must_use]
     pub fn in_flight_end(&self, topic: &str, group: &str, queue_id: i32) -> Option<i64> {
