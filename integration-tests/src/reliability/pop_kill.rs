@@ -1,6 +1,7 @@
 //! POP consumption across kill -9 (issue 16's target: "with kill -9 every 10 s, duplicates
-//! ≤ 0.1 %, lost 0"). One master under `flushDiskType=SYNC_FLUSH` (sluice answers a pop
-//! once its checkpoint is durable and an ack once its record is) holds a backlog written
+//! ≤ 0.1 %, lost 0"). One master under `flushDiskType=SYNC_FLUSH` (an ack is answered
+//! once the pop offset passed its batch or its record is durable; checkpoints kept in
+//! memory are journaled and written back at the restart) holds a backlog written
 //! first by `mqbench`, read back once by pulls so the books know every message it holds
 //! (`UNIQ_KEY` and body). Then POP consumers in the driver's process
 //! ([`crate::bench::pop_load`]: pops of 32, one ACK_MESSAGE per message) consume it while

@@ -935,8 +935,11 @@ fn description(sc: &Scenario, plan: &Plan) -> String {
             plan.disk_mib * 4
         ),
         Kind::PopKill9 => format!(
-            "One master (`brokerRole=ASYNC_MASTER`, `flushDiskType=SYNC_FLUSH`, no slave): a pop's offset passes \
-             its batch once its checkpoint is durable, and an ack is answered once its record is. A topic of {} queues gets a backlog of {} \
+            "One master (`brokerRole=ASYNC_MASTER`, `flushDiskType=SYNC_FLUSH`, no slave, the POP settings at their \
+             defaults): a popped batch's checkpoint stays in memory while it may be acked soon (`enablePopBufferMerge`), \
+             with a line of the offset journal from which a restart writes it back; the pop offset passes a batch once \
+             it is acked or its checkpoint is durable, and an ack is answered once the offset passed its batch or its \
+             record is durable. A topic of {} queues gets a backlog of {} \
              messages of {} B, written by `mqbench producer {}` (our load generator, not a standard client: here \
              only the fill) and read back once by pulls: every message's `UNIQ_KEY` and body are the books' \
              *backlog*. Then {} POP consumers in the driver's process (integration-tests/src/bench/pop_load.rs, one \
