@@ -14,14 +14,6 @@
 //!
 //! Layout:
 //! - [`pb`]: the `apache.rocketmq.v2` messages (prost), the `MessagingService` server trait
-//!   (`messaging_service_server`) and a client (`messaging_service_client`, for tests).
+//!   and a client (for tests), and tests that pin encodings to hand-worked bytes.
 
-/// The generated `apache.rocketmq.v2` code: messages, enums, the `MessagingService` server
-/// and client. Timestamps and durations are [`prost_types`]'.
-#[allow(
-    clippy::large_enum_variant,
-    reason = "generated: oneofs such as TelemetryCommand.command become enums as they are"
-)]
-pub mod pb {
-    tonic::include_proto!("apache.rocketmq.v2");
-}
+pub mod pb;
