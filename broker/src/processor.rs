@@ -111,9 +111,7 @@ impl Processor for BrokerProcessor {
             RequestCode::PollingInfo => {
                 return pop_info::polling_info(self.role.pop(), channel, &request);
             }
-            // `mqadmin exportPopRecord`: copies RocketMQ's RocksDB pop records into the revive
-            // log; sluice keeps them there only, so there is nothing to copy.
-            RequestCode::PopRollback => Ok(success()),
+            RequestCode::PopRollback => return pop_info::export_pop_records(self.role.pop()),
             RequestCode::AckMessage => return ack::ack(self.role.pop(), channel, &request),
             RequestCode::BatchAckMessage => return ack::batch_ack(self.role.pop(), &request),
             RequestCode::ChangeMessageInvisibletime => {

@@ -727,8 +727,8 @@ async fn batches_acked_in_memory_write_nothing_and_stay_acked() {
 
 /// A batch only in memory when the broker stops cleanly is written at the stop: its
 /// messages stay invisible across the restart and come back after their invisible time,
-/// from the retry topic. (After a crash they are popped again from the queue, whose
-/// offset never passed them: `integration-tests` pop_crash and the reliability driver.)
+/// from the retry topic. (After a crash the offset journal's lines of them bring them
+/// back the same way: `integration-tests` pop_crash and the reliability driver.)
 #[tokio::test]
 async fn buffered_batches_are_written_at_a_clean_stop() {
     let b = started_buffering().await;
@@ -759,6 +759,25 @@ async fn buffered_batches_are_written_at_a_clean_stop() {
         back.iter().all(|p| p.reconsume_times == 1),
         "from the retry topic"
     );
+    b.stop().await;
+}
+
+/// `mqadmin exportPopRecord` (POP_ROLLBACK) writes the checkpoints kept in memory to the
+/// revive log, and answers once they are durable.
+#[tokio::test]
+async fn export_pop_records_writes_the_buffered_checkpoints() {
+    let b = started_buffering().await;
+    send_n(&b, 7).await;
+    let got = pop_until(&b, 8, 60_000, Duration::from_secs(5)).await;
+    assert_eq!(got.len(), 8);
+    assert!(b.role.pop().buffer().buffered() > 0, "held in memory");
+    let r = b
+        .call(RemotingCommand::request(RequestCode::PopRollback))
+        .await;
+    assert_eq!(r.code(), 0, "{:?}", r.remark());
+    assert_eq!(b.role.pop().buffer().buffered(), 0, "all written");
+    // Still handed out: an ack of the written batch is kept.
+    assert_eq!(ack(&b, &got[0]).await.code(), 0);
     b.stop().await;
 }
 

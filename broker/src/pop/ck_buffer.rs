@@ -764,12 +764,11 @@ impl CheckpointBuffer {
         self.switch.start(|| tokio::spawn(flusher(weak)));
     }
 
-    /// Stops it (demotion, shutdown): every batch still in memory is written, so its
-    /// messages stay invisible across a restart or a move of the store, and the offsets
-    /// pass them once durable. What cannot be written (a slave's store) is forgotten:
-    /// popped again from the committed offsets, its waiting acks refused.
-    pub fn stop(self: &Arc<Self>) {
-        self.switch.stop();
+    /// Writes every batch still only in memory to the revive log now (`mqadmin
+    /// exportPopRecord`, before a store moves to RocketMQ, whose revive service knows only
+    /// the log); their offsets pass them once durable. The CommitLog end after the
+    /// writes, and how many were written.
+    pub fn write_all(self: &Arc<Self>) -> (store::PhyOffset, usize) {
         let jobs = {
             let mut inner = self.inner.lock();
             let keys: Vec<Arc<QueueKey>> = inner.queues.keys().cloned().collect();
@@ -777,7 +776,18 @@ impl CheckpointBuffer {
                 .flat_map(|k| inner.take_through(k, None))
                 .collect::<Vec<_>>()
         };
+        let n = jobs.len();
         self.write_jobs(jobs);
+        (self.broker.store.commit_log().max_offset(), n)
+    }
+
+    /// Stops it (demotion, shutdown): every batch still in memory is written, so its
+    /// messages stay invisible across a restart or a move of the store, and the offsets
+    /// pass them once durable. What cannot be written (a slave's store) is forgotten:
+    /// popped again from the committed offsets, its waiting acks refused.
+    pub fn stop(self: &Arc<Self>) {
+        self.switch.stop();
+        self.write_all();
         let answers = self.inner.lock().drain_buffered();
         for a in answers {
             a.send(Err("the broker stopped serving pops".into()), true);

@@ -2,7 +2,9 @@
 //! `NotificationProcessor`, `PollingInfoProcessor`): PEEK_MESSAGE (200052) reads what
 //! a pop would get without taking it; NOTIFICATION (200054) answers whether there is
 //! something to pop, held until there is or its poll time passes; POLLING_INFO
-//! (200055) counts the pops held for a queue.
+//! (200055) counts the pops held for a queue; POP_ROLLBACK (200056, `mqadmin
+//! exportPopRecord`) puts the pop records kept outside the revive log into it — in
+//! RocketMQ its RocksDB pop store's, here the checkpoints kept in memory.
 
 use std::sync::Arc;
 
@@ -228,4 +230,29 @@ pub fn polling_info(pop: &Arc<PopService>, channel: &Channel, request: &Remoting
         }))
     })();
     Reply::Now(result.unwrap_or_else(Refusal::into_response))
+}
+
+/// POP_ROLLBACK: writes the checkpoints kept in memory to the revive log, answered once
+/// they are as durable as the role requires (a slave keeps none: SUCCESS at once).
+pub fn export_pop_records(pop: &Arc<PopService>) -> Reply {
+    let (log_end, written) = pop.buffer().write_all();
+    tracing::info!(
+        checkpoints = written,
+        "exportPopRecord: pop checkpoints kept in memory written to the revive log"
+    );
+    let durable = pop.broker().durable_to(log_end);
+    Reply::later(async move {
+        let status = durable.await;
+        Some(if status.is_ok() {
+            success()
+        } else {
+            RemotingCommand::response(
+                ResponseCode::SystemError,
+                format!(
+                    "pop checkpoints not stored as the broker's role requires: {}",
+                    status.rocketmq().as_str()
+                ),
+            )
+        })
+    })
 }
