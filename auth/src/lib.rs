@@ -9,6 +9,7 @@
 //! Layout:
 //! - [`model`]: users, resources, actions, policies, ACLs.
 //! - [`signature`]: the HMAC-SHA1 request signature (client [`Credentials`], server check).
+//! - [`grpc`]: the 5.x gRPC SDKs' credentials (`authorization`, `x-mq-date-time`).
 //! - [`request`]: which request needs which actions on which resources.
 //! - [`cidr`]: source-IP conditions (IPs, CIDRs).
 //! - [`evaluate`]: authentication and authorization decisions, with Apache's remarks.
@@ -25,6 +26,7 @@ pub mod cidr;
 pub mod config;
 pub mod error;
 pub mod evaluate;
+pub mod grpc;
 pub mod guard;
 pub mod model;
 pub mod plain;
