@@ -177,6 +177,20 @@ impl Started {
     }
 }
 
+/// The request handler of the broker of `role`: what its listeners serve, and what an
+/// in-process client (`remoting::local::LocalClient`, the gRPC endpoint's local mode)
+/// calls.
+#[must_use]
+pub fn dispatcher(role: &Arc<Role>) -> Dispatcher {
+    let processor = Arc::new(BrokerProcessor::new(Arc::clone(role)));
+    let mut dispatcher = Dispatcher::new();
+    let as_processor: Arc<dyn Processor> = processor.clone();
+    dispatcher.set_default(as_processor);
+    let as_listener: Arc<dyn ConnectionListener> = processor;
+    dispatcher.add_listener(as_listener);
+    dispatcher
+}
+
 async fn serve(
     role: Arc<Role>,
     listener: TcpListener,
@@ -190,12 +204,7 @@ async fn serve(
         idle_timeout: config.idle_timeout(),
         ..ServerConfig::default()
     };
-    let processor = Arc::new(BrokerProcessor::new(Arc::clone(&role)));
-    let mut dispatcher = Dispatcher::new();
-    let as_processor: Arc<dyn Processor> = processor.clone();
-    dispatcher.set_default(as_processor);
-    let as_listener: Arc<dyn ConnectionListener> = processor;
-    dispatcher.add_listener(as_listener);
+    let dispatcher = dispatcher(&role);
 
     let pull_tasks = start_long_polling(&role);
     role.timer().start_enqueue();

@@ -13,6 +13,7 @@
 //!   request/response correlation in both directions).
 //! - [`server`]: accept loop and dispatch of requests to processors by code.
 //! - [`client`]: connection cache, sync/async/oneway invocation with timeouts.
+//! - [`local`]: a client of a request handler in the same process (no socket).
 //! - [`config_file`]: crash-safe config files (temp, fsync, rename, `.bak`).
 //! - [`settings`]: `-c FILE -o key=value` configuration loading shared by every binary.
 //! - [`net`]: listeners, socket options and address parsing.
@@ -39,6 +40,7 @@ pub mod fastjson;
 pub mod frame;
 pub mod header;
 pub mod heap;
+pub mod local;
 pub mod net;
 pub mod protocol;
 pub mod server;
