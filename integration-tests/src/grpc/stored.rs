@@ -221,9 +221,10 @@ pub fn check_stored(case: &str, run: &CaseRun, stored: &[Stored]) -> Result<(), 
 }
 
 /// Properties whose values differ from run to run or from proxy to proxy by nature: the ids
-/// and times the SDK makes, the client's address, the broker's own marks, the producer group
-/// (Apache's proxy and ours both use the topic; the topics of two runs differ).
-pub const VARYING_PROPERTIES: [&str; 9] = [
+/// and times the SDK makes, the client's address, the timer's marks, the producer group and
+/// real topic (both proxies use the topic; the topics of two runs differ), the real queue of
+/// a delay message (round robin from a random start, in both proxies).
+pub const VARYING_PROPERTIES: [&str; 10] = [
     "UNIQ_KEY",
     "BORN_TIMESTAMP",
     "__BORNHOST",
@@ -233,6 +234,7 @@ pub const VARYING_PROPERTIES: [&str; 9] = [
     "TIMER_DEQUEUE_MS",
     "PGROUP",
     "REAL_TOPIC",
+    "REAL_QID",
 ];
 
 /// A stored message's properties, by body, with the values of [`VARYING_PROPERTIES`]
