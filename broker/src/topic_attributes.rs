@@ -17,47 +17,9 @@ pub const MESSAGE_TYPE: &str = "message.type";
 
 /// `_SYS_MSG_PRIORITY_` (RocketMQ 5.4 `MessageConst.PROPERTY_PRIORITY`): a priority
 /// message's priority, ≥ 0.
-pub const PRIORITY_PROPERTY: &str = "_SYS_MSG_PRIORITY_";
-
-/// RocketMQ's `TopicMessageType.parseFromMessageProperty`: what a message's properties
-/// make it, in its order of precedence (transaction, delay, FIFO, priority, normal).
-#[must_use]
-pub fn message_type_of(props: &str) -> &'static str {
-    use message::properties::keys::{
-        DELAY, TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TRAN_MSG,
-    };
-    let [
-        tran,
-        delay,
-        deliver,
-        delay_sec,
-        delay_ms,
-        sharding,
-        priority,
-    ] = message::properties::get_many(
-        props,
-        [
-            TRAN_MSG,
-            DELAY,
-            TIMER_DELIVER_MS,
-            TIMER_DELAY_SEC,
-            TIMER_DELAY_MS,
-            "__SHARDINGKEY",
-            PRIORITY_PROPERTY,
-        ],
-    );
-    if tran.is_some_and(|t| t.eq_ignore_ascii_case("true")) {
-        "TRANSACTION"
-    } else if delay.is_some() || deliver.is_some() || delay_sec.is_some() || delay_ms.is_some() {
-        "DELAY"
-    } else if sharding.is_some() {
-        "FIFO"
-    } else if priority.is_some() {
-        "PRIORITY"
-    } else {
-        "NORMAL"
-    }
-}
+pub use message::properties::keys::PRIORITY as PRIORITY_PROPERTY;
+/// RocketMQ's `TopicMessageType.parseFromMessageProperty` (owned by the message crate).
+pub use message::properties::message_type as message_type_of;
 
 /// What the send path does with a message's priority (RocketMQ 5.4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

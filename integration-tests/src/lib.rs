@@ -16,7 +16,8 @@
 //! - `go`: build and run the Go test programs (Apache's rocketmq-client-go); the result lines
 //!   they share with `rust_client`.
 //! - `grpc`: the official gRPC SDKs' case programs (Java, Go, Python) run against Apache's proxy
-//!   (`harness::proxy`), and the result lines they share.
+//!   (`harness::proxy`) or sluice's `mqproxy` (`harness::mqproxy`), the result lines they share,
+//!   the cases' expectations, and what a send-only run left on the broker (`grpc::stored`).
 //! - `rust_client`: build and run the test programs on rocketmq-client-rust (crates.io).
 //! - `client_suite`: the scenarios every non-Java client must pass.
 //! - `timer_deliveries`: the deliveries of 5.x timer messages a Java consumer printed: early,

@@ -31,13 +31,13 @@
     reason = "test code: a failed step should fail the test"
 )]
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use integration_tests::grpc::{CASES, CaseRun, Sdk};
+use integration_tests::grpc::{CASES, CaseRun, Sdk, check_deliveries, group, message_type, topic};
 use integration_tests::harness::tools::{self, Tool};
 use integration_tests::harness::{
     ApacheBroker, ApacheNamesrv, ApacheProxy, BrokerProcess, ChildOutput, NamesrvProcess,
@@ -66,11 +66,6 @@ const PROXY_SETTINGS: [(&str, i64); 2] = [
     ("transactionHeartbeatPeriodSecond", 2),
     ("grpcClientConsumerMaxLongPollingTimeoutMillis", 5000),
 ];
-
-/// What the proxy answers a receive that comes before the SDK's settings (its telemetry
-/// stream) reached it — a start-up race of SDK and proxy whatever is behind them (seen with
-/// the Python SDK): the receive is retried by the program, so it is no failure.
-const SETTINGS_RACE: &str = "\"settings\" is null";
 
 /// `<case>_<sdk>` cases that fail on sluice, with why; they run with `--ignored`.
 const IGNORED_ON_SLUICE: &[(&str, &str)] = &[];
@@ -161,25 +156,6 @@ struct System {
     /// Topics or groups mqadmin could not create: (name, what it said).
     admin_failures: BTreeMap<String, String>,
     started_in: Duration,
-}
-
-fn topic(case: &str, sdk: Sdk) -> String {
-    format!("grpc_{case}_{}", sdk.name())
-}
-
-fn group(case: &str, sdk: Sdk) -> String {
-    format!("GID_{case}_{}", sdk.name())
-}
-
-/// `+message.type` of each case's topic.
-fn message_type(case: &str) -> &'static str {
-    match case {
-        "fifo" => "FIFO",
-        "delay" => "DELAY",
-        "transaction" => "TRANSACTION",
-        "priority" => "PRIORITY",
-        _ => "NORMAL",
-    }
 }
 
 impl System {
@@ -419,211 +395,11 @@ fn run_case(kind: Kind, case: &'static str, sdk: Sdk) -> Result<(), Failed> {
         out.code()
     );
     let run = CaseRun::parse(&out.stdout);
-    let checked = if !out.success() || run.ok.is_none() || !run.errors.is_empty() {
-        Err("the case program failed".to_owned())
-    } else if let Some(failed) = run
-        .receive_errors
-        .iter()
-        .find(|e| !e.contains(SETTINGS_RACE))
-    {
-        Err(format!(
-            "a receive failed: {failed} (all: {:?})",
-            run.receive_errors
-        ))
-    } else {
-        check(case, &run)
+    let checked = match run.failure(&out) {
+        Some(why) => Err(why),
+        None => check_deliveries(case, &run),
     };
     checked.map_err(|what| failure(&what, &out, &proxy_errors(&system, offset)))
-}
-
-/// The case's expectations on what its program printed (the program itself only waits for
-/// its deliveries).
-fn check(case: &str, run: &CaseRun) -> Result<(), String> {
-    let once = |body: &str| -> Result<&integration_tests::grpc::Delivery, String> {
-        match run.deliveries_of(body).as_slice() {
-            [d] => Ok(*d),
-            other => Err(format!("{body} delivered {} times", other.len())),
-        }
-    };
-    let sent_id = |i: usize| -> Result<&str, String> {
-        run.sent
-            .iter()
-            .find(|s| s.index == i)
-            .map(|s| s.msg_id.as_str())
-            .ok_or(format!("message {i} not sent"))
-    };
-    match case {
-        "normal" => {
-            for i in 0..8 {
-                let d = once(&format!("normal-{i}"))?;
-                let want = [
-                    ("tag", "TagA".to_owned()),
-                    ("keys", format!("key-{i}")),
-                    ("idx", i.to_string()),
-                    ("attempt", "1".to_owned()),
-                ];
-                for (k, v) in want {
-                    if d.field(k) != Some(v.as_str()) {
-                        return Err(format!("normal-{i}: {k} is {:?}, not {v}", d.field(k)));
-                    }
-                }
-                if d.msg_id != sent_id(i)? {
-                    return Err(format!("normal-{i} delivered as {}", d.msg_id));
-                }
-            }
-        }
-        "fifo" => {
-            for g in 0..3 {
-                let seq: Vec<String> = run
-                    .deliveries
-                    .iter()
-                    .filter(|d| d.body.starts_with(&format!("fifo-{g}-")))
-                    .map(|d| {
-                        if d.field("group") == Some(format!("group-{g}").as_str()) {
-                            d.body.clone()
-                        } else {
-                            format!("{}(group {:?})", d.body, d.field("group"))
-                        }
-                    })
-                    .collect();
-                let want: Vec<String> = (0..4).map(|j| format!("fifo-{g}-{j}")).collect();
-                if seq != want {
-                    return Err(format!("group-{g} delivered as {seq:?}, not {want:?}"));
-                }
-            }
-        }
-        "delay" => {
-            for s in &run.sent {
-                let d = once(&format!("delay-{}", s.index))?;
-                let (due, recv) = (s.deliver.unwrap_or(0), d.number("recv").unwrap_or(0));
-                // Both clocks are this machine's; 20 ms for rounding.
-                if recv + 20 < due || recv > due + 10_000 {
-                    return Err(format!(
-                        "delay-{} due {due}, received {recv} ({} ms late)",
-                        s.index,
-                        recv - due
-                    ));
-                }
-            }
-        }
-        "transaction" => {
-            // Committed at once: exactly once. Committed by a check-back: at least once (Apache
-            // 5.3.3 delivered tx-2 and tx-5 twice now and then: a half message is re-put for
-            // each check, and a second round may check it again before the answer is in).
-            // Rolled back: never.
-            once("tx-0")?;
-            once("tx-3")?;
-            for open in ["tx-2", "tx-5"] {
-                if run.deliveries_of(open).is_empty() {
-                    return Err(format!(
-                        "{open} (committed by its check-back) never delivered"
-                    ));
-                }
-            }
-            for rolled_back in ["tx-1", "tx-4"] {
-                if !run.deliveries_of(rolled_back).is_empty() {
-                    return Err(format!("{rolled_back} was rolled back, yet delivered"));
-                }
-            }
-            let checked: BTreeSet<&str> = run
-                .events("CHECK")
-                .iter()
-                .map(|e| e.body.as_str())
-                .collect();
-            for open in ["tx-2", "tx-5"] {
-                if !checked.contains(open) {
-                    return Err(format!("{open} never checked back (checked: {checked:?})"));
-                }
-            }
-            let extra = run.deliveries.len().saturating_sub(4);
-            if extra > 0 {
-                eprintln!(
-                    "grpc_proxy: transaction: {extra} duplicate deliveries of checked-back messages"
-                );
-            }
-        }
-        "simple" => {
-            once("simple-0")?;
-            let one = run.deliveries_of("simple-1");
-            let two = run.deliveries_of("simple-2");
-            if one.len() != 2 || two.len() != 2 {
-                return Err(format!(
-                    "simple-1 delivered {} times, simple-2 {} times (want 2 each)",
-                    one.len(),
-                    two.len()
-                ));
-            }
-            let changed_at = run
-                .events("CHANGE")
-                .first()
-                .and_then(|e| e.fields.get("at"))
-                .and_then(|v| v.parse::<i64>().ok())
-                .unwrap_or(0);
-            let again = one[1].number("recv").unwrap_or(0);
-            if again + 100 < changed_at + 2_000 || one[1].number("attempt") != Some(2) {
-                return Err(format!(
-                    "simple-1 back {} ms after its change to 2 s, attempt {:?}",
-                    again - changed_at,
-                    one[1].field("attempt")
-                ));
-            }
-            let gap = two[1].number("recv").unwrap_or(0) - two[0].number("recv").unwrap_or(0);
-            if gap + 500 < 10_000 || two[1].number("attempt") != Some(2) {
-                return Err(format!(
-                    "simple-2 back {gap} ms after its receive (invisible 10 s), attempt {:?}",
-                    two[1].field("attempt")
-                ));
-            }
-        }
-        "push" => {
-            if run.events("FAIL").len() != 1 {
-                return Err("push-0 did not fail once".to_owned());
-            }
-            let zero = run.deliveries_of("push-0");
-            if zero.len() != 2 || zero[1].number("attempt") != Some(2) {
-                return Err(format!(
-                    "push-0 delivered {} times, last attempt {:?} (want 2, attempt 2)",
-                    zero.len(),
-                    zero.last().and_then(|d| d.field("attempt"))
-                ));
-            }
-            for i in 1..5 {
-                once(&format!("push-{i}"))?;
-            }
-        }
-        "priority" => {
-            for r in 0..4 {
-                for p in 0..4 {
-                    let body = format!("prio-{p}-{r}");
-                    let d = once(&body)?;
-                    // Go's MessageView has no priority ("-").
-                    if d.field("priority").is_some() && d.number("priority") != Some(p) {
-                        return Err(format!("{body} has priority {:?}", d.field("priority")));
-                    }
-                }
-            }
-            // The whole backlog was there before the first receive: highest priority first.
-            let order: Vec<i64> = run
-                .deliveries
-                .iter()
-                .filter_map(|d| {
-                    d.body
-                        .strip_prefix("prio-")?
-                        .split('-')
-                        .next()?
-                        .parse()
-                        .ok()
-                })
-                .collect();
-            if order.windows(2).any(|w| w[1] > w[0]) {
-                return Err(format!(
-                    "priorities delivered in the order {order:?}, not highest first"
-                ));
-            }
-        }
-        other => return Err(format!("no expectations for case {other}")),
-    }
-    Ok(())
 }
 
 // ------------------------------------------------------------------------------- main

@@ -82,6 +82,49 @@ pub fn without(props: &str, keys: &[&str]) -> String {
     build(iter(props).filter(|(k, _)| !keys.contains(k)))
 }
 
+/// What a message's properties make it, by RocketMQ's rule
+/// (`TopicMessageType.parseFromMessageProperty`, in its order of precedence): `TRANSACTION`
+/// (`TRAN_MSG=true`), `DELAY` (a delay level or any timer property), `FIFO` (a message
+/// group), `PRIORITY` (RocketMQ 5.4), else `NORMAL`. A topic's `message.type` attribute is
+/// checked against it (by the proxy) and the broker routes priority messages by it.
+#[must_use]
+pub fn message_type(props: &str) -> &'static str {
+    use keys::{
+        DELAY, PRIORITY, SHARDING_KEY, TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TRAN_MSG,
+    };
+    let [
+        tran,
+        delay,
+        deliver,
+        delay_sec,
+        delay_ms,
+        sharding,
+        priority,
+    ] = get_many(
+        props,
+        [
+            TRAN_MSG,
+            DELAY,
+            TIMER_DELIVER_MS,
+            TIMER_DELAY_SEC,
+            TIMER_DELAY_MS,
+            SHARDING_KEY,
+            PRIORITY,
+        ],
+    );
+    if tran.is_some_and(|t| t.eq_ignore_ascii_case("true")) {
+        "TRANSACTION"
+    } else if delay.is_some() || deliver.is_some() || delay_sec.is_some() || delay_ms.is_some() {
+        "DELAY"
+    } else if sharding.is_some() {
+        "FIFO"
+    } else if priority.is_some() {
+        "PRIORITY"
+    } else {
+        "NORMAL"
+    }
+}
+
 /// An ordered property map.
 ///
 /// It keeps insertion order, so what we encode is deterministic and what we decode

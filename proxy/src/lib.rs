@@ -4,16 +4,43 @@
 //! do not speak remoting: they call `apache.rocketmq.v2.MessagingService` over HTTP/2. Apache
 //! serves it from a separate proxy; this crate is where sluice serves it itself, in two modes:
 //!
-//! - local mode: inside `mqbroker`, calling the broker through an in-process trait;
-//! - cluster mode: a separate `mqproxy` process in front of name servers and brokers, speaking
-//!   remoting to them as Apache's proxy does.
+//! - cluster mode: `mqproxy`, a separate process in front of name servers and brokers
+//!   (sluice's or Apache's), speaking remoting to them as Apache's proxy does;
+//! - local mode (later): inside `mqbroker`, calling the broker through the same
+//!   [`backend::Backend`] seam in-process.
 //!
-//! Only the protocol layer exists so far: [`pb`], generated at build time from our own
-//! statement of the protocol in `proto/apache/rocketmq/v2/` (same package, names, field
-//! numbers and rpc shapes as the official definitions, so the SDKs work unmodified).
+//! The semantics (what a gRPC call becomes in remoting commands, and back) are written once,
+//! above the seam; only the transport differs. Served so far: the sending side (QueryRoute,
+//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination); every other rpc
+//! answers NOT_IMPLEMENTED.
 //!
 //! Layout:
-//! - [`pb`]: the `apache.rocketmq.v2` messages (prost), the `MessagingService` server trait
-//!   and a client (for tests), and tests that pin encodings to hand-worked bytes.
+//! - [`pb`]: the `apache.rocketmq.v2` messages (prost) and the `MessagingService` server and
+//!   client (tonic), generated from our own `.proto` files.
+//! - [`backend`]: the seam: remoting commands to a name server or broker ([`Backend`]); the
+//!   cluster-mode [`ClusterBackend`].
+//! - [`route`]: topic routes from the name server, cached; the queue a send goes to.
+//! - [`metadata`]: a topic's `message.type`, read from a broker, cached; the type check.
+//! - [`convert`]: gRPC messages to RocketMQ properties and send requests, send responses to
+//!   result entries, routes to QueryRoute's queues.
+//! - [`settings`]: the clients' telemetry settings and the server's answer.
+//! - [`status`]: failures as the protocol reports them ([`Refusal`]), code mappings.
+//! - [`service`]: the tonic service ([`MessagingProxy`]).
+//! - [`server`]: serving it on a bound listener with keepalive.
+//! - [`config`]: [`ProxyConfig`], Apache's `rmq-proxy.json` keys.
 
+pub mod backend;
+pub mod config;
+pub mod convert;
+pub mod metadata;
 pub mod pb;
+pub mod route;
+pub mod server;
+pub mod service;
+pub mod settings;
+pub mod status;
+
+pub use backend::{Backend, BackendError, ClusterBackend, Target};
+pub use config::ProxyConfig;
+pub use service::MessagingProxy;
+pub use status::Refusal;

@@ -2,8 +2,11 @@
 Python gRPC SDK (rocketmq-python-client from PyPI), as ../README.md describes them for every SDK:
 the same arguments, messages and result lines.
 
-    grpc_client.py CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000]
+    grpc_client.py CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no]
       CASE: normal | fifo | delay | transaction | simple | push | priority
+
+--consume no: the cases that send and then consume (normal, fifo, delay) only send, and print
+"OK sent=N" once every send succeeded (the test reads the messages back).
 
 Exit 0 once the case saw everything it waits for (an OK line), 1 on failure (ERR ...), 2 on a
 usage error, 124 when the watchdog fires.
@@ -46,6 +49,7 @@ class Case:
         self.config = ClientConfiguration(args.endpoint, Credentials(), request_timeout=10)
         self.topic = args.topic
         self.group = args.group
+        self.consume = args.consume == "yes"
 
     # ----------------------------------------------------------------------------- the parts
 
@@ -87,6 +91,9 @@ class Case:
 
     def consume_all(self, bodies, tag, linger_s=0.0):
         """Receives and acks (in order) until every body came, then linger_s more."""
+        if not self.consume:
+            line(f"OK sent={len(bodies)}")
+            return True
         c = self.simple_consumer(tag)
         got = set()
         try:
@@ -318,6 +325,7 @@ def main():
     parser.add_argument("--topic", required=True)
     parser.add_argument("--group", required=True)
     parser.add_argument("--timeout-ms", type=int, default=120000)
+    parser.add_argument("--consume", choices=("yes", "no"), default="yes")
     try:
         args = parser.parse_args(sys.argv[2:])
     except SystemExit:

@@ -258,6 +258,59 @@ impl BrokerProcess {
         broker_has_topic(&self.addr(), topic)
     }
 
+    /// Creates `topic` with `queues` read and write queues and the 5.x topic attributes
+    /// `attributes` (`+message.type=FIFO`, as Apache's `mqadmin updateTopic -a` sends them)
+    /// with UPDATE_AND_CREATE_TOPIC, and waits until the name server routes it.
+    ///
+    /// # Panics
+    /// When the broker refuses it or the route does not appear within 10 s.
+    pub fn create_topic_with_attributes(&self, topic: &str, queues: i32, attributes: &str) {
+        let header = remoting::protocol::broker::CreateTopicRequestHeader {
+            topic: topic.to_owned(),
+            default_topic: "TBW102".to_owned(),
+            read_queue_nums: queues,
+            write_queue_nums: queues,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".to_owned(),
+            topic_sys_flag: Some(0),
+            order: false,
+            attributes: Some(attributes.to_owned()),
+            force: None,
+        };
+        let response = try_request(
+            &self.addr(),
+            remoting::RemotingCommand::request_with(
+                remoting::RequestCode::UpdateAndCreateTopic,
+                &header,
+            ),
+        )
+        .unwrap_or_else(|e| panic!("create {topic}: {e}"));
+        assert_eq!(
+            response.code(),
+            0,
+            "create {topic}: {:?}",
+            response.remark()
+        );
+        let routed = || {
+            let header = remoting::protocol::namesrv::GetRouteInfoRequestHeader {
+                topic: topic.to_owned(),
+                accept_standard_json_only: Some(true),
+            };
+            try_request(
+                &self.namesrv,
+                remoting::RemotingCommand::request_with(
+                    remoting::RequestCode::GetRouteinfoByTopic,
+                    &header,
+                ),
+            )
+            .is_ok_and(|r| r.code() == 0)
+        };
+        assert!(
+            wait_until(Duration::from_secs(10), routed),
+            "the name server never routed {topic}"
+        );
+    }
+
     /// The max offset of consume queue (`topic`, `queue_id`) (GET_MAX_OFFSET); `None` when it
     /// cannot be asked.
     #[must_use]

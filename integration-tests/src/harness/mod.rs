@@ -13,6 +13,7 @@
 //! - [`apache`]: Apache RocketMQ's own broker, registered with our name server
 //!   ([`ApacheBroker`]), and its own name server ([`ApacheNamesrv`]).
 //! - [`proxy`]: Apache RocketMQ's proxy in cluster mode, for the gRPC SDKs ([`ApacheProxy`]).
+//! - [`mqproxy`]: sluice's own gRPC proxy, cluster mode ([`MqProxy`]).
 //! - [`ha_pair`]: a name server and a master/slave pair ([`HaPair`]), identical stores.
 //! - [`cluster`]: the cluster a client test talks to ([`TestCluster`]), ours or an external one.
 //! - [`mqadmin`](mod@mqadmin): our `mqadmin` as a command ([`MqadminOutput`], [`create_topic`]).
@@ -28,6 +29,7 @@ pub mod cluster;
 pub mod dir;
 pub mod ha_pair;
 pub mod mqadmin;
+pub mod mqproxy;
 pub mod namesrv;
 pub mod output;
 pub mod proxy;
@@ -45,6 +47,7 @@ pub use cluster::{TestCluster, unique_name};
 pub use dir::TestDir;
 pub use ha_pair::{HaPair, compare_store_files};
 pub use mqadmin::{MqadminOutput, create_topic, mqadmin, update_topic};
+pub use mqproxy::MqProxy;
 pub use namesrv::NamesrvProcess;
 pub use output::ChildOutput;
 pub use proxy::ApacheProxy;

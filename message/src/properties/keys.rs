@@ -74,3 +74,71 @@ pub const POP_CK: &str = "POP_CK";
 /// `1ST_POP_TIME`: when a message was popped the first time (epoch ms), set by the
 /// revive service on its retry copy, and by the client if absent.
 pub const FIRST_POP_TIME: &str = "1ST_POP_TIME";
+/// `__SHARDINGKEY`: a FIFO message's message group (what keeps it in order with others).
+pub const SHARDING_KEY: &str = "__SHARDINGKEY";
+/// `_SYS_MSG_PRIORITY_` (RocketMQ 5.4): a priority message's priority, ≥ 0.
+pub const PRIORITY: &str = "_SYS_MSG_PRIORITY_";
+/// `__BORNHOST`: where a 5.x (gRPC) message was born, `ip:port`, set by the proxy.
+pub const BORN_HOST: &str = "__BORNHOST";
+/// `BORN_TIMESTAMP`: when a 5.x (gRPC) message was built by its producer (epoch ms).
+pub const BORN_TIMESTAMP: &str = "BORN_TIMESTAMP";
+/// `TRACE_CONTEXT`: the producer's trace context (OpenTelemetry), passed through.
+pub const TRACE_CONTEXT: &str = "TRACE_CONTEXT";
+/// `TRANSFER_FLAG`: set on messages a broker forwards; their type is not checked again.
+pub const TRANSFER_FLAG: &str = "TRANSFER_FLAG";
+
+/// The names RocketMQ keeps for itself (`MessageConst.STRING_HASH_SET`): a 5.x producer's
+/// user property may not use one. `__SHARDINGKEY` and `TRACE_CONTEXT` are not among them.
+pub const RESERVED: [&str; 51] = [
+    TRACE_ON,
+    MSG_REGION,
+    KEYS,
+    TAGS,
+    WAIT,
+    DELAY,
+    RETRY_TOPIC,
+    REAL_TOPIC,
+    REAL_QID,
+    TRAN_MSG,
+    PGROUP,
+    MIN_OFFSET,
+    MAX_OFFSET,
+    "BUYER_ID",
+    ORIGIN_MESSAGE_ID,
+    TRANSFER_FLAG,
+    "CORRECTION_FLAG",
+    "MQ2_FLAG",
+    RECONSUME_TIME,
+    UNIQ_KEY,
+    MAX_RECONSUME_TIMES,
+    "CONSUME_START_TIME",
+    POP_CK,
+    "POP_CK_OFFSET",
+    FIRST_POP_TIME,
+    TRAN_PREPARED_QUEUE_OFFSET,
+    "DUP_INFO",
+    "EXTEND_UNIQ_INFO",
+    "INSTANCE_ID",
+    CORRELATION_ID,
+    REPLY_TO_CLIENT,
+    "TTL",
+    "ARRIVE_TIME",
+    PUSH_REPLY_TIME,
+    CLUSTER,
+    "MSG_TYPE",
+    "INNER_MULTI_QUEUE_OFFSET",
+    TIMER_DELAY_MS,
+    TIMER_DELAY_SEC,
+    TIMER_DELIVER_MS,
+    TIMER_ENQUEUE_MS,
+    TIMER_DEQUEUE_MS,
+    TIMER_ROLL_TIMES,
+    TIMER_OUT_MS,
+    TIMER_DEL_UNIQKEY,
+    "TIMER_DELAY_LEVEL",
+    BORN_HOST,
+    BORN_TIMESTAMP,
+    "DLQ_ORIGIN_TOPIC",
+    "DLQ_ORIGIN_MESSAGE_ID",
+    "__CRC32#",
+];

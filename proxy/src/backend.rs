@@ -1,0 +1,153 @@
+//! The seam between the gRPC semantics and the transport to the RocketMQ cluster.
+//!
+//! Everything above this module speaks remoting commands only: a send is a SEND_MESSAGE_V2
+//! request, a route is a GET_ROUTEINFO_BY_TOPIC, and what comes back is the broker's or name
+//! server's response as it is. Two transports carry them:
+//!
+//! - cluster mode (`mqproxy`): [`ClusterBackend`], a [`RemotingClient`] to the name servers
+//!   and brokers, as Apache's proxy in cluster mode talks to its cluster;
+//! - local mode (later, inside `mqbroker`): the broker's own processors called in-process,
+//!   with no socket in between. That is why the seam is a trait over commands rather than a
+//!   set of typed calls: the broker already dispatches commands by code.
+
+use std::fmt;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use remoting::{RemotingClient, RemotingCommand, RemotingError};
+
+/// Where a request goes.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Target {
+    /// A name server (the backend picks which).
+    Namesrv,
+    /// The broker at this `ip:port`.
+    Broker(String),
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Namesrv => f.write_str("name server"),
+            Target::Broker(addr) => write!(f, "broker {addr}"),
+        }
+    }
+}
+
+/// A request that got no response.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum BackendError {
+    /// No name server is configured.
+    #[error("no name server address is configured")]
+    NoNamesrv,
+    /// The target did not answer within the timeout.
+    #[error("{target} did not answer within {timeout:?}")]
+    Timeout {
+        /// Where the request went.
+        target: Target,
+        /// The limit.
+        timeout: Duration,
+    },
+    /// The target could not be reached or the connection broke.
+    #[error("{target} unreachable: {source}")]
+    Unreachable {
+        /// Where the request went.
+        target: Target,
+        /// Cause.
+        source: RemotingError,
+    },
+}
+
+/// Carries remoting requests to the cluster and brings back the responses.
+///
+/// A response with a failure code is a response (`Ok`); only a request that got no answer is
+/// an error. Implementations must be cheap to share: the service holds one for its lifetime.
+pub trait Backend: Send + Sync + fmt::Debug + 'static {
+    /// Sends `request` to `target` and waits at most `timeout` for the response.
+    fn invoke(
+        &self,
+        target: Target,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> impl Future<Output = Result<RemotingCommand, BackendError>> + Send;
+}
+
+/// Cluster mode: a remoting client to the name servers and brokers.
+#[derive(Debug, Clone)]
+pub struct ClusterBackend {
+    client: RemotingClient,
+    namesrv: Arc<[String]>,
+    /// The name server asked first; moves on when one fails, so a dead one costs one
+    /// timeout, not one per request.
+    preferred: Arc<AtomicUsize>,
+}
+
+impl ClusterBackend {
+    /// A backend for the name servers `namesrv` (`ip:port` each).
+    #[must_use]
+    pub fn new(client: RemotingClient, namesrv: Vec<String>) -> Self {
+        ClusterBackend {
+            client,
+            namesrv: namesrv.into(),
+            preferred: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    async fn invoke_addr(
+        &self,
+        target: Target,
+        addr: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, BackendError> {
+        match self.client.invoke(addr, request, timeout).await {
+            Ok(response) => Ok(response),
+            Err(RemotingError::Timeout { .. }) => Err(BackendError::Timeout { target, timeout }),
+            Err(source) => Err(BackendError::Unreachable { target, source }),
+        }
+    }
+}
+
+impl Backend for ClusterBackend {
+    async fn invoke(
+        &self,
+        target: Target,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Result<RemotingCommand, BackendError> {
+        match &target {
+            Target::Broker(addr) => {
+                let addr = addr.clone();
+                self.invoke_addr(target, &addr, request, timeout).await
+            }
+            Target::Namesrv => {
+                if self.namesrv.is_empty() {
+                    return Err(BackendError::NoNamesrv);
+                }
+                let first = self.preferred.load(Ordering::Relaxed);
+                let mut last = None;
+                for i in 0..self.namesrv.len() {
+                    let at = (first + i) % self.namesrv.len();
+                    let addr = &self.namesrv[at];
+                    match self
+                        .invoke_addr(Target::Namesrv, addr, request.clone(), timeout)
+                        .await
+                    {
+                        Ok(response) => {
+                            self.preferred.store(at, Ordering::Relaxed);
+                            return Ok(response);
+                        }
+                        Err(e) => {
+                            tracing::debug!(namesrv = %addr, error = %e, "name server failed");
+                            last = Some(e);
+                        }
+                    }
+                }
+                Err(last.unwrap_or(BackendError::NoNamesrv))
+            }
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! `ProxyConfig`: the settings of the gRPC endpoint, named as Apache's `rmq-proxy.json` keys
+//! (`grpcServerPort`, `namesrvAddr`, ...), so an operator's file carries over.
+//!
+//! `mqproxy -pc FILE` takes that JSON file as is (any other file is read as TOML or
+//! properties, as every sluice binary reads its config), `-o key=value` overrides, and
+//! `-n` / `NAMESRV_ADDR` the name servers. Keys this proxy does not use are reported once.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use remoting::settings::{Settings, SettingsError};
+use serde::{Deserialize, Serialize};
+
+use crate::convert::Limits;
+
+/// Settings of the proxy. Defaults are Apache's `ProxyConfig` defaults.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ProxyConfig {
+    /// `namesrvAddr`: name servers, `;`-separated (required in cluster mode).
+    pub namesrv_addr: String,
+    /// `grpcServerPort`: the gRPC port (8081; 0: any free port).
+    pub grpc_server_port: u16,
+    /// `grpcBindAddress` (sluice's): the address the gRPC listener binds (all: `0.0.0.0`).
+    pub grpc_bind_address: String,
+    /// `maxMessageSize`: largest message body, bytes (4 MiB).
+    pub max_message_size: usize,
+    /// `enableMessageBodyEmptyCheck`: refuse empty bodies (true).
+    pub enable_message_body_empty_check: bool,
+    /// `maxUserPropertySize`: user properties + tag + keys, bytes (16 KiB).
+    pub max_user_property_size: usize,
+    /// `userPropertyMaxNum`: user properties per message (128).
+    pub user_property_max_num: usize,
+    /// `maxMessageGroupSize`: message groups are shorter, bytes (64).
+    pub max_message_group_size: usize,
+    /// `maxDelayTimeMills`: furthest delivery time, ms from now (1 day).
+    pub max_delay_time_mills: i64,
+    /// `maxTransactionRecoverySecond`: longest orphaned-transaction recovery, s (3600).
+    pub max_transaction_recovery_second: i64,
+    /// `enableTopicMessageTypeCheck`: check sends against the topic's `message.type` (true);
+    /// also what the clients are told to check (`validate_message_type`).
+    pub enable_topic_message_type_check: bool,
+    /// `grpcClientProducerMaxAttempts`: a producer's attempts per send (3).
+    pub grpc_client_producer_max_attempts: i32,
+    /// `grpcClientProducerBackoffInitialMillis`: its first retry delay, ms (10).
+    pub grpc_client_producer_backoff_initial_millis: u64,
+    /// `grpcClientProducerBackoffMaxMillis`: its longest retry delay, ms (1000).
+    pub grpc_client_producer_backoff_max_millis: u64,
+    /// `grpcClientProducerBackoffMultiplier`: growth of its retry delay (2).
+    pub grpc_client_producer_backoff_multiplier: u32,
+    /// `grpcClientConsumerMaxLongPollingTimeoutMillis`: a consumer's long poll, ms (20 000).
+    pub grpc_client_consumer_max_long_polling_timeout_millis: u64,
+    /// `grpcClientConsumerLongPollingBatchSize`: a consumer's receive batch (32).
+    pub grpc_client_consumer_long_polling_batch_size: i32,
+    /// `sendMessageTimeoutMillis` (sluice's): limit of one send to a broker, ms (3000).
+    pub send_message_timeout_millis: u64,
+}
+
+impl Default for ProxyConfig {
+    fn default() -> Self {
+        let limits = Limits::default();
+        ProxyConfig {
+            namesrv_addr: String::new(),
+            grpc_server_port: 8081,
+            grpc_bind_address: "0.0.0.0".to_owned(),
+            max_message_size: limits.max_message_size,
+            enable_message_body_empty_check: limits.enable_message_body_empty_check,
+            max_user_property_size: limits.max_user_property_size,
+            user_property_max_num: limits.user_property_max_num,
+            max_message_group_size: limits.max_message_group_size,
+            max_delay_time_mills: limits.max_delay_time_mills,
+            max_transaction_recovery_second: limits.max_transaction_recovery_second,
+            enable_topic_message_type_check: true,
+            grpc_client_producer_max_attempts: 3,
+            grpc_client_producer_backoff_initial_millis: 10,
+            grpc_client_producer_backoff_max_millis: 1000,
+            grpc_client_producer_backoff_multiplier: 2,
+            grpc_client_consumer_max_long_polling_timeout_millis: 20_000,
+            grpc_client_consumer_long_polling_batch_size: 32,
+            send_message_timeout_millis: 3000,
+        }
+    }
+}
+
+/// Keys of Apache's `rmq-proxy.json` a sluice deployment may carry that this proxy takes
+/// without using (cluster mode: there is one cluster behind it, and no remoting listener yet).
+pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
+    "rocketMQClusterName",
+    "proxyMode",
+    "proxyName",
+    "proxyClusterName",
+    "remotingListenPort",
+    "localServeAddr",
+    "remotingAccessAddr",
+    "enablePrintJstack",
+    "grpcShutdownTimeSeconds",
+];
+
+impl ProxyConfig {
+    /// Loads the settings: `file` (JSON as Apache's, else TOML or properties) and then
+    /// `overrides` (`key=value`).
+    ///
+    /// # Errors
+    /// The file cannot be read or parsed, or a value does not fit its key.
+    pub fn load(file: Option<&Path>, overrides: &[String]) -> Result<Self, SettingsError> {
+        let json = file.filter(|p| {
+            p.extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+        });
+        let settings = match json {
+            Some(path) => {
+                let mut settings = Settings::from_pairs(json_pairs(path)?);
+                for o in overrides {
+                    let (k, v) = o
+                        .split_once('=')
+                        .ok_or_else(|| SettingsError::Override(o.clone()))?;
+                    settings.set(k.trim(), v.trim());
+                }
+                settings
+            }
+            None => Settings::load(file, overrides)?,
+        };
+        let config: ProxyConfig = settings.deserialize()?;
+        settings.accept_keys(ACCEPTED_UNUSED_KEYS);
+        settings.warn_unknown();
+        Ok(config)
+    }
+
+    /// The message limits of sends.
+    #[must_use]
+    pub fn limits(&self) -> Limits {
+        Limits {
+            max_message_size: self.max_message_size,
+            enable_message_body_empty_check: self.enable_message_body_empty_check,
+            max_user_property_size: self.max_user_property_size,
+            user_property_max_num: self.user_property_max_num,
+            max_message_group_size: self.max_message_group_size,
+            max_delay_time_mills: self.max_delay_time_mills,
+            max_transaction_recovery_second: self.max_transaction_recovery_second,
+        }
+    }
+
+    /// The limit of one send to a broker.
+    #[must_use]
+    pub fn send_timeout(&self) -> Duration {
+        Duration::from_millis(self.send_message_timeout_millis)
+    }
+
+    /// The name servers, in order.
+    #[must_use]
+    pub fn namesrv_list(&self) -> Vec<String> {
+        remoting::net::split_addr_list(&self.namesrv_addr)
+    }
+}
+
+/// The top-level keys of a JSON object file as text (strings as they are, other values as
+/// JSON).
+fn json_pairs(path: &Path) -> Result<BTreeMap<String, String>, SettingsError> {
+    let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    let parse = |reason: String| SettingsError::Parse {
+        path: path.to_owned(),
+        reason,
+    };
+    let value: serde_json::Value = serde_json::from_str(&text).map_err(|e| parse(e.to_string()))?;
+    let serde_json::Value::Object(map) = value else {
+        return Err(parse("not a JSON object".to_owned()));
+    };
+    Ok(map
+        .into_iter()
+        .map(|(k, v)| {
+            let text = match v {
+                serde_json::Value::String(s) => s,
+                other => other.to_string(),
+            };
+            (k, text)
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn apache_json_file_and_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("rmq-proxy.json");
+        std::fs::write(
+            &file,
+            r#"{"rocketMQClusterName": "DefaultCluster", "namesrvAddr": "127.0.0.1:9876",
+                "grpcServerPort": 18081, "enableTopicMessageTypeCheck": false}"#,
+        )
+        .unwrap();
+        let config = ProxyConfig::load(Some(&file), &["grpcServerPort=0".to_owned()]).unwrap();
+        assert_eq!(config.namesrv_addr, "127.0.0.1:9876");
+        assert_eq!(config.grpc_server_port, 0);
+        assert!(!config.enable_topic_message_type_check);
+        assert_eq!(config.max_message_size, 4 * 1024 * 1024);
+
+        let defaults = ProxyConfig::load(None, &[]).unwrap();
+        assert_eq!(defaults.grpc_server_port, 8081);
+        assert_eq!(defaults.limits(), Limits::default());
+    }
+}

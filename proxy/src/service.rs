@@ -1,0 +1,650 @@
+//! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: the sending side of
+//! RocketMQ 5's gRPC protocol, as Apache's proxy serves it.
+//!
+//! - QueryRoute: the topic's queues from the name server, each broker's endpoints replaced by
+//!   the proxy's own (the client keeps talking to the proxy), the accepted message types from
+//!   the topic's `message.type`.
+//! - Telemetry: the client's settings are kept and answered with the server's
+//!   ([`crate::settings`]); the stream stays open for the commands the server will send
+//!   (orphaned-transaction checks, thread stacks, message verification: later slices).
+//! - Heartbeat / NotifyClientTermination: answered by the client type its settings named.
+//!   In cluster mode Apache registers only transactional producers with the brokers (their
+//!   check-backs); transactions are not served yet, so nothing is registered.
+//! - SendMessage: each message converted ([`crate::convert`]), checked against the topic's
+//!   type, sent to the chosen queue's master with SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for
+//!   several), the answer mapped to result entries.
+//!
+//! Every other rpc answers `NOT_IMPLEMENTED` in its response's status (the protocol's way,
+//! the gRPC call itself succeeds), never a pretended success. So do transactional messages,
+//! whose half messages nobody could end yet.
+//!
+//! Failures of a call are in the response's status ([`Refusal`]); only a malformed telemetry
+//! stream ends with a gRPC error, as Apache's does.
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use parking_lot::Mutex;
+use remoting::protocol::constants::{system, validate_group, validate_topic};
+use tokio::sync::mpsc;
+use tonic::codegen::tokio_stream::{self, wrappers::ReceiverStream};
+use tonic::{Request, Response, Status, Streaming};
+use tracing::{debug, info, warn};
+
+use crate::backend::{Backend, Target};
+use crate::config::ProxyConfig;
+use crate::convert::{self, Limits, Outgoing};
+use crate::metadata::{TopicMessageType, TopicTypes};
+use crate::pb::messaging_service_server::MessagingService;
+use crate::pb::{self, ClientType, Code, settings::PubSub, telemetry_command::Command};
+use crate::route::Routes;
+use crate::settings::{self, ClientSettings};
+use crate::status::{self, Refusal};
+
+/// The `x-mq-client-id` header: who a call is from.
+pub const CLIENT_ID: &str = "x-mq-client-id";
+/// The `x-mq-language` header.
+pub const LANGUAGE: &str = "x-mq-language";
+/// The `x-mq-client-version` header.
+pub const CLIENT_VERSION: &str = "x-mq-client-version";
+/// Consumer groups of RocketMQ itself (`MixAll.CID_SYS_RMQ_TRANS` and the like).
+const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
+/// Telemetry commands waiting to be written to one client.
+const TELEMETRY_BUFFER: usize = 16;
+
+/// What a call says about its client.
+#[derive(Debug, Clone, Default)]
+struct Caller {
+    client_id: String,
+    language: String,
+    version: String,
+    peer: Option<SocketAddr>,
+}
+
+impl Caller {
+    fn of<T>(request: &Request<T>) -> Self {
+        let header = |name: &str| {
+            request
+                .metadata()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned()
+        };
+        Caller {
+            client_id: header(CLIENT_ID),
+            language: header(LANGUAGE),
+            version: header(CLIENT_VERSION),
+            peer: request.remote_addr(),
+        }
+    }
+
+    /// The client id, required on every call.
+    fn require_id(&self) -> Result<&str, Refusal> {
+        if self.client_id.trim().is_empty() {
+            return Err(Refusal::new(
+                Code::ClientIdRequired,
+                "client id cannot be empty",
+            ));
+        }
+        Ok(&self.client_id)
+    }
+}
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+}
+
+/// ILLEGAL_TOPIC unless `topic` names a topic clients may use.
+fn check_topic(topic: Option<&pb::Resource>) -> Result<&str, Refusal> {
+    let name = topic.map_or("", |t| t.name.as_str());
+    validate_topic(name).map_err(|e| Refusal::new(Code::IllegalTopic, e.to_string()))?;
+    if system::is_system_topic(name) {
+        return Err(Refusal::new(
+            Code::IllegalTopic,
+            "cannot access system topic",
+        ));
+    }
+    Ok(name)
+}
+
+/// ILLEGAL_CONSUMER_GROUP unless `group` names a group clients may use.
+fn check_group(group: Option<&pb::Resource>) -> Result<&str, Refusal> {
+    let name = group.map_or("", |g| g.name.as_str());
+    validate_group(name).map_err(|e| Refusal::new(Code::IllegalConsumerGroup, e))?;
+    if name.starts_with(SYSTEM_GROUP_PREFIX) {
+        return Err(Refusal::new(
+            Code::IllegalConsumerGroup,
+            "cannot use system consumer group",
+        ));
+    }
+    Ok(name)
+}
+
+/// The gRPC endpoint: one per proxy, shared by every call (and by the tasks serving
+/// telemetry streams).
+#[derive(Debug)]
+pub struct MessagingProxy<B> {
+    shared: Arc<Shared<B>>,
+}
+
+/// What every call of the endpoint works with.
+#[derive(Debug)]
+struct Shared<B> {
+    backend: Arc<B>,
+    routes: Arc<Routes<B>>,
+    types: TopicTypes<B>,
+    clients: ClientSettings,
+    /// Each client's open telemetry stream: where server commands to it go.
+    telemetry: Mutex<HashMap<String, mpsc::Sender<Result<pb::TelemetryCommand, Status>>>>,
+    config: ProxyConfig,
+    limits: Limits,
+    /// The port clients reach this proxy on, put in QueryRoute's endpoints.
+    port: u16,
+}
+
+impl<B: Backend> MessagingProxy<B> {
+    /// The service over `backend`, advertising `port` as its own in routes.
+    #[must_use]
+    pub fn new(backend: B, config: ProxyConfig, port: u16) -> Self {
+        let backend = Arc::new(backend);
+        let routes = Arc::new(Routes::new(Arc::clone(&backend)));
+        MessagingProxy {
+            shared: Arc::new(Shared {
+                types: TopicTypes::new(Arc::clone(&backend), Arc::clone(&routes)),
+                backend,
+                routes,
+                clients: ClientSettings::new(),
+                telemetry: Mutex::new(HashMap::new()),
+                limits: config.limits(),
+                config,
+                port,
+            }),
+        }
+    }
+
+    /// Clients that reported their settings and did not terminate.
+    #[must_use]
+    pub fn clients(&self) -> usize {
+        self.shared.clients.len()
+    }
+}
+
+impl<B: Backend> Shared<B> {
+    /// `client_id`'s stream `out` ended: forget it, unless a newer stream replaced it.
+    fn forget_stream(
+        &self,
+        client_id: &str,
+        out: &mpsc::Sender<Result<pb::TelemetryCommand, Status>>,
+    ) {
+        let mut streams = self.telemetry.lock();
+        if streams.get(client_id).is_some_and(|s| s.same_channel(out)) {
+            streams.remove(client_id);
+        }
+    }
+
+    async fn query_route(
+        &self,
+        caller: &Caller,
+        request: &pb::QueryRouteRequest,
+    ) -> Result<Vec<pb::MessageQueue>, Refusal> {
+        caller.require_id()?;
+        let topic = check_topic(request.topic.as_ref())?;
+        let route = self.routes.get(topic).await?;
+        let kind = self.types.get(topic).await;
+        // The addresses the client reached us at, with our port (Apache's default:
+        // `useEndpointPortFromRequest=false`).
+        let mut endpoints = request.endpoints.clone().unwrap_or_default();
+        for address in &mut endpoints.addresses {
+            address.port = i32::from(self.port);
+        }
+        let resource = request.topic.clone().unwrap_or_default();
+        Ok(convert::message_queues(&route, &resource, &endpoints, kind))
+    }
+
+    fn heartbeat(&self, caller: &Caller, request: &pb::HeartbeatRequest) -> Result<(), Refusal> {
+        let id = caller.require_id()?;
+        let Some(settings) = self.clients.get(id) else {
+            return Err(Refusal::new(
+                Code::UnrecognizedClientType,
+                "cannot find client settings for this client",
+            ));
+        };
+        match settings.client_type() {
+            ClientType::Producer => Ok(()),
+            ClientType::PushConsumer | ClientType::SimpleConsumer => {
+                check_group(request.group.as_ref()).map(|_| ())
+            }
+            other => Err(Refusal::new(
+                Code::UnrecognizedClientType,
+                other.as_str_name(),
+            )),
+        }
+    }
+
+    fn terminate(
+        &self,
+        caller: &Caller,
+        request: &pb::NotifyClientTerminationRequest,
+    ) -> Result<(), Refusal> {
+        let id = caller.require_id()?;
+        self.telemetry.lock().remove(id);
+        let Some(settings) = self.clients.remove(id) else {
+            return Err(Refusal::new(
+                Code::UnrecognizedClientType,
+                "cannot find client settings for this client",
+            ));
+        };
+        match settings.client_type() {
+            ClientType::Producer => Ok(()),
+            ClientType::PushConsumer | ClientType::SimpleConsumer => {
+                check_group(request.group.as_ref()).map(|_| ())
+            }
+            other => Err(Refusal::new(
+                Code::UnrecognizedClientType,
+                other.as_str_name(),
+            )),
+        }
+    }
+
+    async fn send(
+        &self,
+        caller: &Caller,
+        request: &pb::SendMessageRequest,
+    ) -> Result<Vec<pb::SendResultEntry>, Refusal> {
+        caller.require_id()?;
+        let Some(first) = request.messages.first() else {
+            return Err(Refusal::new(Code::MessageCorrupted, "no message to send"));
+        };
+        let topic = check_topic(first.topic.as_ref())?.to_owned();
+        let now = now_ms();
+        let peer = caller.peer.map(|p| p.to_string());
+        let mut messages: Vec<Outgoing> = Vec::with_capacity(request.messages.len());
+        for m in &request.messages {
+            if m.topic != first.topic {
+                return Err(Refusal::new(
+                    Code::MessageCorrupted,
+                    "topic in message is not same",
+                ));
+            }
+            // The topic's name is the producer group, as Apache's proxy has it (the group a
+            // transaction's check-back goes to).
+            messages.push(convert::outgoing(
+                m,
+                &topic,
+                peer.as_deref(),
+                now,
+                &self.limits,
+            )?);
+        }
+        let kind = messages[0].kind();
+        if kind == TopicMessageType::Transaction {
+            return Err(Refusal::not_implemented("sending transactional messages"));
+        }
+        let route = self.routes.get(&topic).await?;
+        let retry_or_dlq = topic.starts_with(system::RETRY_GROUP_TOPIC_PREFIX)
+            || topic.starts_with(system::DLQ_GROUP_TOPIC_PREFIX);
+        if self.config.enable_topic_message_type_check && !retry_or_dlq {
+            self.types.get(&topic).await.check(kind)?;
+        }
+        // Only a single message keeps its group's queue (a batch goes round robin, as
+        // Apache's does).
+        let sharding = match messages.as_slice() {
+            [one] => one.message_group.as_deref(),
+            _ => None,
+        };
+        let Some(queue) = route.select(sharding).cloned() else {
+            return Err(Refusal::new(Code::Forbidden, "no writable queue"));
+        };
+        let command = convert::send_request(&messages, &topic, queue.queue_id, now)?;
+        debug!(topic, broker = %queue.broker_name, queue = queue.queue_id, messages = messages.len(), "send");
+        let response = match self
+            .backend
+            .invoke(
+                Target::Broker(queue.addr.clone()),
+                command,
+                self.config.send_timeout(),
+            )
+            .await
+        {
+            Ok(r) => r,
+            Err(e) => {
+                // The broker may be gone: the next send asks the name server again.
+                self.routes.invalidate(&topic);
+                warn!(topic, broker = %queue.addr, error = %e, "send failed");
+                return Err(e.into());
+            }
+        };
+        convert::send_results(&messages, &response)
+    }
+
+    /// Handles one command of `client_id`'s telemetry stream; an error ends the stream.
+    fn on_telemetry(
+        &self,
+        caller: &Caller,
+        command: pb::TelemetryCommand,
+        out: &mpsc::Sender<Result<pb::TelemetryCommand, Status>>,
+    ) -> Result<Option<pb::TelemetryCommand>, Status> {
+        match command.command {
+            Some(Command::Settings(reported)) => {
+                match &reported.pub_sub {
+                    Some(PubSub::Publishing(p)) => {
+                        for t in &p.topics {
+                            check_topic(Some(t)).map_err(|r| telemetry_error(&r))?;
+                        }
+                    }
+                    Some(PubSub::Subscription(s)) => {
+                        check_group(s.group.as_ref()).map_err(|r| telemetry_error(&r))?;
+                    }
+                    None => {
+                        return Err(Status::invalid_argument(
+                            "there is no publishing or subscription data in settings",
+                        ));
+                    }
+                }
+                let id = caller.client_id.as_str();
+                let first = self.clients.get(id).is_none();
+                self.clients.update(id, reported.clone());
+                self.telemetry.lock().insert(id.to_owned(), out.clone());
+                if first {
+                    info!(
+                        client = id,
+                        language = caller.language,
+                        version = caller.version,
+                        kind = reported.client_type().as_str_name(),
+                        "client settings"
+                    );
+                }
+                Ok(Some(pb::TelemetryCommand {
+                    status: Some(status::ok()),
+                    command: Some(Command::Settings(settings::answer(&reported, &self.config))),
+                }))
+            }
+            // Answers to commands this proxy does not send yet.
+            Some(Command::ThreadStackTrace(_) | Command::VerifyMessageResult(_)) => {
+                debug!(
+                    client = caller.client_id,
+                    "telemetry answer with no command pending"
+                );
+                Ok(None)
+            }
+            other => {
+                debug!(client = caller.client_id, command = ?other.map(|c| std::mem::discriminant(&c)), "telemetry command ignored");
+                Ok(None)
+            }
+        }
+    }
+}
+
+/// How a refused telemetry command ends the stream (Apache: INVALID_ARGUMENT for the 400
+/// codes, INTERNAL for the others).
+fn telemetry_error(refusal: &Refusal) -> Status {
+    let message = format!(
+        "process client telemetryCommand failed. {}",
+        refusal.message
+    );
+    let code = refusal.code as i32;
+    if (Code::BadRequest as i32..Code::InternalError as i32).contains(&code) {
+        Status::invalid_argument(message)
+    } else {
+        Status::internal(message)
+    }
+}
+
+fn not_implemented(what: &str) -> Option<pb::Status> {
+    Some(Refusal::not_implemented(what).status())
+}
+
+type Reply<T> = Result<Response<T>, Status>;
+
+#[tonic::async_trait]
+impl<B: Backend> MessagingService for MessagingProxy<B> {
+    async fn query_route(
+        &self,
+        request: Request<pb::QueryRouteRequest>,
+    ) -> Reply<pb::QueryRouteResponse> {
+        let caller = Caller::of(&request);
+        let response = match self.shared.query_route(&caller, request.get_ref()).await {
+            Ok(message_queues) => pb::QueryRouteResponse {
+                status: Some(status::ok()),
+                message_queues,
+            },
+            Err(r) => pb::QueryRouteResponse {
+                status: Some(r.status()),
+                message_queues: Vec::new(),
+            },
+        };
+        Ok(Response::new(response))
+    }
+
+    async fn heartbeat(
+        &self,
+        request: Request<pb::HeartbeatRequest>,
+    ) -> Reply<pb::HeartbeatResponse> {
+        let caller = Caller::of(&request);
+        let status = match self.shared.heartbeat(&caller, request.get_ref()) {
+            Ok(()) => status::ok(),
+            Err(r) => r.status(),
+        };
+        Ok(Response::new(pb::HeartbeatResponse {
+            status: Some(status),
+        }))
+    }
+
+    async fn send_message(
+        &self,
+        request: Request<pb::SendMessageRequest>,
+    ) -> Reply<pb::SendMessageResponse> {
+        let caller = Caller::of(&request);
+        let response = match self.shared.send(&caller, request.get_ref()).await {
+            Ok(entries) => pb::SendMessageResponse {
+                status: Some(convert::overall_status(&entries)),
+                entries,
+            },
+            Err(r) => {
+                debug!(
+                    client = caller.client_id,
+                    code = r.code.as_str_name(),
+                    message = r.message,
+                    "send refused"
+                );
+                pb::SendMessageResponse {
+                    status: Some(r.status()),
+                    entries: Vec::new(),
+                }
+            }
+        };
+        Ok(Response::new(response))
+    }
+
+    async fn query_assignment(
+        &self,
+        _: Request<pb::QueryAssignmentRequest>,
+    ) -> Reply<pb::QueryAssignmentResponse> {
+        Ok(Response::new(pb::QueryAssignmentResponse {
+            status: not_implemented("QueryAssignment"),
+            ..Default::default()
+        }))
+    }
+
+    type ReceiveMessageStream =
+        tokio_stream::Iter<std::vec::IntoIter<Result<pb::ReceiveMessageResponse, Status>>>;
+
+    async fn receive_message(
+        &self,
+        _: Request<pb::ReceiveMessageRequest>,
+    ) -> Reply<Self::ReceiveMessageStream> {
+        let status = not_implemented("ReceiveMessage").unwrap_or_default();
+        Ok(Response::new(tokio_stream::iter(vec![Ok(
+            pb::ReceiveMessageResponse {
+                content: Some(pb::receive_message_response::Content::Status(status)),
+            },
+        )])))
+    }
+
+    async fn ack_message(
+        &self,
+        _: Request<pb::AckMessageRequest>,
+    ) -> Reply<pb::AckMessageResponse> {
+        Ok(Response::new(pb::AckMessageResponse {
+            status: not_implemented("AckMessage"),
+            ..Default::default()
+        }))
+    }
+
+    async fn forward_message_to_dead_letter_queue(
+        &self,
+        _: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+    ) -> Reply<pb::ForwardMessageToDeadLetterQueueResponse> {
+        Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
+            status: not_implemented("ForwardMessageToDeadLetterQueue"),
+        }))
+    }
+
+    type PullMessageStream =
+        tokio_stream::Iter<std::vec::IntoIter<Result<pb::PullMessageResponse, Status>>>;
+
+    async fn pull_message(
+        &self,
+        _: Request<pb::PullMessageRequest>,
+    ) -> Reply<Self::PullMessageStream> {
+        let status = not_implemented("PullMessage").unwrap_or_default();
+        Ok(Response::new(tokio_stream::iter(vec![Ok(
+            pb::PullMessageResponse {
+                content: Some(pb::pull_message_response::Content::Status(status)),
+            },
+        )])))
+    }
+
+    async fn update_offset(
+        &self,
+        _: Request<pb::UpdateOffsetRequest>,
+    ) -> Reply<pb::UpdateOffsetResponse> {
+        Ok(Response::new(pb::UpdateOffsetResponse {
+            status: not_implemented("UpdateOffset"),
+        }))
+    }
+
+    async fn get_offset(&self, _: Request<pb::GetOffsetRequest>) -> Reply<pb::GetOffsetResponse> {
+        Ok(Response::new(pb::GetOffsetResponse {
+            status: not_implemented("GetOffset"),
+            ..Default::default()
+        }))
+    }
+
+    async fn query_offset(
+        &self,
+        _: Request<pb::QueryOffsetRequest>,
+    ) -> Reply<pb::QueryOffsetResponse> {
+        Ok(Response::new(pb::QueryOffsetResponse {
+            status: not_implemented("QueryOffset"),
+            ..Default::default()
+        }))
+    }
+
+    async fn end_transaction(
+        &self,
+        _: Request<pb::EndTransactionRequest>,
+    ) -> Reply<pb::EndTransactionResponse> {
+        Ok(Response::new(pb::EndTransactionResponse {
+            status: not_implemented("EndTransaction"),
+        }))
+    }
+
+    type TelemetryStream = ReceiverStream<Result<pb::TelemetryCommand, Status>>;
+
+    async fn telemetry(
+        &self,
+        request: Request<Streaming<pb::TelemetryCommand>>,
+    ) -> Reply<Self::TelemetryStream> {
+        let caller = Caller::of(&request);
+        if let Err(r) = caller.require_id() {
+            return Err(telemetry_error(&r));
+        }
+        let mut commands = request.into_inner();
+        let (tx, rx) = mpsc::channel(TELEMETRY_BUFFER);
+        // The stream is served by a task of its own, which needs the service: a handle
+        // that owns what it uses.
+        let this = TelemetryHandle { caller, out: tx };
+        let service = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            loop {
+                match commands.message().await {
+                    Ok(Some(command)) => {
+                        let answer = service.on_telemetry(&this.caller, command, &this.out);
+                        let ended = answer.is_err();
+                        let item = match answer {
+                            Ok(None) => continue,
+                            Ok(Some(reply)) => Ok(reply),
+                            Err(status) => Err(status),
+                        };
+                        if this.out.send(item).await.is_err() || ended {
+                            break;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(status) => {
+                        debug!(client = this.caller.client_id, %status, "telemetry stream broken");
+                        break;
+                    }
+                }
+            }
+            service.forget_stream(&this.caller.client_id, &this.out);
+        });
+        Ok(Response::new(ReceiverStream::new(rx)))
+    }
+
+    async fn notify_client_termination(
+        &self,
+        request: Request<pb::NotifyClientTerminationRequest>,
+    ) -> Reply<pb::NotifyClientTerminationResponse> {
+        let caller = Caller::of(&request);
+        let status = match self.shared.terminate(&caller, request.get_ref()) {
+            Ok(()) => status::ok(),
+            Err(r) => r.status(),
+        };
+        Ok(Response::new(pb::NotifyClientTerminationResponse {
+            status: Some(status),
+        }))
+    }
+
+    async fn change_invisible_duration(
+        &self,
+        _: Request<pb::ChangeInvisibleDurationRequest>,
+    ) -> Reply<pb::ChangeInvisibleDurationResponse> {
+        Ok(Response::new(pb::ChangeInvisibleDurationResponse {
+            status: not_implemented("ChangeInvisibleDuration"),
+            ..Default::default()
+        }))
+    }
+
+    async fn recall_message(
+        &self,
+        _: Request<pb::RecallMessageRequest>,
+    ) -> Reply<pb::RecallMessageResponse> {
+        Ok(Response::new(pb::RecallMessageResponse {
+            status: not_implemented("RecallMessage"),
+            ..Default::default()
+        }))
+    }
+
+    async fn sync_lite_subscription(
+        &self,
+        _: Request<pb::SyncLiteSubscriptionRequest>,
+    ) -> Reply<pb::SyncLiteSubscriptionResponse> {
+        Ok(Response::new(pb::SyncLiteSubscriptionResponse {
+            status: not_implemented("SyncLiteSubscription"),
+        }))
+    }
+}
+
+/// One open telemetry stream: its client and where commands to it are written.
+#[derive(Debug)]
+struct TelemetryHandle {
+    caller: Caller,
+    out: mpsc::Sender<Result<pb::TelemetryCommand, Status>>,
+}
