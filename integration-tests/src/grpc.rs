@@ -374,6 +374,18 @@ fn key_values<'a>(fields: impl Iterator<Item = &'a str>) -> BTreeMap<String, Str
 }
 
 impl CaseRun {
+    /// The message id the send of message `i` returned.
+    ///
+    /// # Errors
+    /// Message `i` was not sent.
+    pub fn sent_id(&self, i: usize) -> Result<&str, String> {
+        self.sent
+            .iter()
+            .find(|s| s.index == i)
+            .map(|s| s.msg_id.as_str())
+            .ok_or(format!("message {i} not sent"))
+    }
+
     /// Parses a program's stdout; other lines are ignored.
     #[must_use]
     pub fn parse(stdout: &str) -> CaseRun {
@@ -468,13 +480,7 @@ pub fn check_deliveries(case: &str, run: &CaseRun) -> Result<(), String> {
             other => Err(format!("{body} delivered {} times", other.len())),
         }
     };
-    let sent_id = |i: usize| -> Result<&str, String> {
-        run.sent
-            .iter()
-            .find(|s| s.index == i)
-            .map(|s| s.msg_id.as_str())
-            .ok_or(format!("message {i} not sent"))
-    };
+    let sent_id = |i: usize| run.sent_id(i);
     match case {
         "normal" => {
             for i in 0..8 {

@@ -122,13 +122,7 @@ pub fn check_stored(case: &str, run: &CaseRun, stored: &[Stored]) -> Result<(), 
             other => Err(format!("{body} stored {} times", other.len())),
         }
     };
-    let sent_id = |i: usize| -> Result<&str, String> {
-        run.sent
-            .iter()
-            .find(|s| s.index == i)
-            .map(|s| s.msg_id.as_str())
-            .ok_or(format!("message {i} not sent"))
-    };
+    let sent_id = |i: usize| run.sent_id(i);
     let expect = |s: &Stored, key: &str, want: Option<&str>| -> Result<(), String> {
         if s.property(key) == want {
             Ok(())
