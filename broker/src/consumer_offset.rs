@@ -155,18 +155,15 @@ fn replay(
         }
         n += 1;
     }
-    let offset_of = |table: &BTreeMap<String, BTreeMap<i32, i64>>, tg: &str, q: i32| {
-        table.get(tg).and_then(|m| m.get(&q)).copied()
-    };
-    let before = table.clone();
+    // Kept batches are judged against the offset before the handed-out moves.
+    let recovered = kept.recover(
+        |tg, q| table.get(tg).and_then(|m| m.get(&q)).copied(),
+        |tg, q| handed.get(&(tg.to_owned(), q)).copied(),
+    );
     for ((tg, q), offset) in handed {
         let current = table.entry(tg).or_default().entry(q).or_insert(-1);
         *current = (*current).max(offset);
     }
-    let recovered = kept.recover(
-        |tg, q| offset_of(&before, tg, q),
-        |tg, q| offset_of(table, tg, q),
-    );
     (n, recovered)
 }
 
@@ -260,7 +257,9 @@ impl ConsumerOffsetManager {
             &mut journal,
             &journal_line('c', group, topic, queue_id, offset),
         );
-        journal.kept.reset(&key(topic, group), queue_id);
+        if !journal.kept.is_empty() {
+            journal.kept.reset(&key(topic, group), queue_id);
+        }
         self.commit(group, topic, queue_id, offset);
     }
 
@@ -272,7 +271,9 @@ impl ConsumerOffsetManager {
             &journal_line('a', group, topic, queue_id, offset),
         );
         self.advance(group, topic, queue_id, offset);
-        journal.kept.passed(&key(topic, group), queue_id, offset);
+        if !journal.kept.is_empty() {
+            journal.kept.passed(&key(topic, group), queue_id, offset);
+        }
         if !journal.handed_out.is_empty() {
             let k = (group.to_owned(), topic.to_owned(), queue_id);
             if journal

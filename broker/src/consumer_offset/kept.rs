@@ -74,6 +74,11 @@ fn written_line(b: &KeptBatch, log_end: u64) -> String {
 }
 
 impl KeptTable {
+    /// Whether no batch is kept (the buffer off: nothing to look up per commit).
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// Adds a batch; its `k` line.
     pub(super) fn keep(&mut self, topic_group: String, batch: KeptBatch) -> String {
         let line = kept_line(&batch);
@@ -112,9 +117,6 @@ impl KeptTable {
 
     /// The offset passed `offset`: the batches ending there or before are settled.
     pub(super) fn passed(&mut self, topic_group: &str, queue_id: i32, offset: i64) {
-        if self.0.is_empty() {
-            return;
-        }
         let k = (topic_group.to_owned(), queue_id);
         if let Some(q) = self.0.get_mut(&k) {
             q.retain(|_, e| e.batch.end > offset);
@@ -126,9 +128,7 @@ impl KeptTable {
 
     /// The queue's offset was set (a reset, a first position): its batches are forgotten.
     pub(super) fn reset(&mut self, topic_group: &str, queue_id: i32) {
-        if !self.0.is_empty() {
-            self.0.remove(&(topic_group.to_owned(), queue_id));
-        }
+        self.0.remove(&(topic_group.to_owned(), queue_id));
     }
 
     /// Every line to write again into an emptied journal, dropping the batches

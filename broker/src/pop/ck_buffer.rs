@@ -602,7 +602,7 @@ impl CheckpointBuffer {
                 end,
                 pop_time,
                 revive_qid,
-                checkpoint: String::from_utf8_lossy(&ck.to_json()).into_owned(),
+                checkpoint: String::from_utf8(ck.to_json()).unwrap_or_default(),
                 logged: false,
             });
             let held = Held {
