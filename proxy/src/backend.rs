@@ -12,11 +12,13 @@
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use remoting::{RemotingClient, RemotingCommand, RemotingError};
+use remoting::client::ClientConfig;
+use remoting::connection::RequestHandler;
+use remoting::{Channel, RemotingClient, RemotingCommand, RemotingError};
 
 /// Where a request goes.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -61,6 +63,13 @@ pub enum BackendError {
     },
 }
 
+/// Where requests the cluster sends the proxy unasked go (a broker's
+/// CHECK_TRANSACTION_STATE, oneway).
+pub trait Inbound: Send + Sync + fmt::Debug + 'static {
+    /// `request` came from the broker at `broker` (`ip:port` of the connection's far end).
+    fn on_request(&self, broker: &str, request: RemotingCommand);
+}
+
 /// Carries remoting requests to the cluster and brings back the responses.
 ///
 /// A response with a failure code is a response (`Ok`); only a request that got no answer is
@@ -73,12 +82,34 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
         request: RemotingCommand,
         timeout: Duration,
     ) -> impl Future<Output = Result<RemotingCommand, BackendError>> + Send;
+
+    /// Hands every request the cluster sends unasked to `inbound` from now on (set once; a
+    /// second call is ignored). Until then such requests are dropped, logged.
+    fn serve_inbound(&self, inbound: Arc<dyn Inbound>);
+}
+
+/// The [`RequestHandler`] of the cluster-mode client's connections: passes brokers' requests
+/// to the [`Inbound`] once there is one.
+#[derive(Debug, Default)]
+struct InboundSlot(OnceLock<Arc<dyn Inbound>>);
+
+impl RequestHandler for InboundSlot {
+    fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+        let from = channel.peer_addr().to_string();
+        match self.0.get() {
+            Some(inbound) => inbound.on_request(&from, request),
+            None => {
+                tracing::warn!(broker = %from, code = request.code(), "request from a broker before the proxy serves any: dropped")
+            }
+        }
+    }
 }
 
 /// Cluster mode: a remoting client to the name servers and brokers.
 #[derive(Debug, Clone)]
 pub struct ClusterBackend {
     client: RemotingClient,
+    inbound: Arc<InboundSlot>,
     namesrv: Arc<[String]>,
     /// The name server asked first; moves on when one fails, so a dead one costs one
     /// timeout, not one per request.
@@ -86,11 +117,15 @@ pub struct ClusterBackend {
 }
 
 impl ClusterBackend {
-    /// A backend for the name servers `namesrv` (`ip:port` each).
+    /// A backend for the name servers `namesrv` (`ip:port` each), its connections made with
+    /// `config`.
     #[must_use]
-    pub fn new(client: RemotingClient, namesrv: Vec<String>) -> Self {
+    pub fn new(config: ClientConfig, namesrv: Vec<String>) -> Self {
+        let inbound = Arc::new(InboundSlot::default());
+        let handler: Arc<dyn RequestHandler> = inbound.clone();
         ClusterBackend {
-            client,
+            client: RemotingClient::with_handler(config, handler),
+            inbound,
             namesrv: namesrv.into(),
             preferred: Arc::new(AtomicUsize::new(0)),
         }
@@ -148,6 +183,12 @@ impl Backend for ClusterBackend {
                 }
                 Err(last.unwrap_or(BackendError::NoNamesrv))
             }
+        }
+    }
+
+    fn serve_inbound(&self, inbound: Arc<dyn Inbound>) {
+        if self.inbound.0.set(inbound).is_err() {
+            tracing::debug!("inbound requests already served");
         }
     }
 }

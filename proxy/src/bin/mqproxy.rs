@@ -13,7 +13,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use proxy::{ClusterBackend, MessagingProxy, ProxyConfig};
-use remoting::RemotingClient;
+use remoting::client::ClientConfig;
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
@@ -123,7 +123,7 @@ async fn serve(config: ProxyConfig) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let namesrv = config.namesrv_list();
     info!(namesrv = ?namesrv, "cluster mode");
-    let backend = ClusterBackend::new(RemotingClient::default(), namesrv);
+    let backend = ClusterBackend::new(ClientConfig::default(), namesrv);
     let service = MessagingProxy::new(backend, config, local.port());
     info!(addr = %local, "listening on {local}");
     proxy::server::run(listener, service, shutdown)
