@@ -17,7 +17,9 @@ fn main_metric(name: &str) -> &'static str {
         "timer-lateness" => "timer_received",
         "timer-1m" => "pending_received",
         "sql-filter" | "sql-filter-registered" => "sql1_delivered",
-        "pull-consume" | "pop-consume" | "pop-consume-batch-ack" => "consume_tps",
+        "pull-consume" | "pop-consume" | "pop-consume-batch-ack" | "grpc-receive-ack" => {
+            "consume_tps"
+        }
         _ => "tps",
     }
 }

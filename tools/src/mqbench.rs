@@ -12,12 +12,17 @@
 //!   long-polling consumer receives them; `mqbench timer-watch` follows the broker's
 //!   enqueue of parked timers into its wheel.
 //!
+//! - `mqbench grpc-producer` / `grpc-consumer`: the same over RocketMQ 5's gRPC protocol,
+//!   against a gRPC endpoint (sluice's `mqproxy` or `mqbroker --enable-proxy`, Apache's
+//!   proxy): SendMessage; ReceiveMessage + AckMessage.
+//!
 //! Producer and consumer spread over `--topics N` topics named `TOPIC-0` .. `TOPIC-(N-1)`.
 //!
 //! Each second a progress line goes to stderr; the summary (text, or JSON with `--json`)
 //! goes to stdout.
 
 pub mod consumer;
+pub mod grpc;
 pub mod producer;
 pub mod stamp;
 pub mod stats;
@@ -66,6 +71,10 @@ pub enum BenchCommand {
     Timer(timer::TimerArgs),
     /// Follow the broker's enqueue of parked timer messages into its wheel.
     TimerWatch(timer::watch::WatchArgs),
+    /// Send over gRPC (`apache.rocketmq.v2` SendMessage) as fast as allowed.
+    GrpcProducer(grpc::GrpcProducerArgs),
+    /// Receive and ack over gRPC (ReceiveMessage, AckMessage).
+    GrpcConsumer(grpc::GrpcConsumerArgs),
 }
 
 /// What a benchmark ends with.
@@ -106,8 +115,8 @@ impl Outcome {
         match self {
             Outcome::Plain(s) if s.messages == 0 => Some(
                 match s.role.as_str() {
-                    "producer" => "no message was sent",
-                    "consumer" => "no message was received",
+                    "producer" | "grpc-producer" => "no message was sent",
+                    "consumer" | "grpc-consumer" => "no message was received",
                     _ => "no topic was created",
                 }
                 .to_owned(),
@@ -274,6 +283,12 @@ where
             BenchCommand::TimerWatch(args) => timer::watch::run(args, err)
                 .await
                 .map(|s| Outcome::Watch(Box::new(s))),
+            BenchCommand::GrpcProducer(args) => {
+                grpc::run_producer(args, err).await.map(Outcome::Plain)
+            }
+            BenchCommand::GrpcConsumer(args) => {
+                grpc::run_consumer(args, err).await.map(Outcome::Plain)
+            }
         }
     });
     let outcome = match result {
@@ -289,6 +304,8 @@ where
         BenchCommand::Topics(a) => a.json,
         BenchCommand::Timer(a) => a.json,
         BenchCommand::TimerWatch(a) => a.json,
+        BenchCommand::GrpcProducer(a) => a.json,
+        BenchCommand::GrpcConsumer(a) => a.json,
     };
     let mut stdout = std::io::stdout().lock();
     if let Err(e) = outcome.print(&mut stdout, json) {

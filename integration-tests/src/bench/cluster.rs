@@ -1,6 +1,11 @@
 //! One benchmark cluster: a name server, a master and (when the scenario needs one) a slave,
 //! of sluice or of Apache RocketMQ, on reserved loopback ports with the store in a temp dir
 //! on the same disk for both systems. Stopped (and the store removed) on drop.
+//!
+//! With [`Topology::grpc`] the master also serves RocketMQ 5's gRPC protocol in-process
+//! ("local mode"): sluice's `mqbroker` with `enableGrpcProxy`, Apache's broker run by its
+//! proxy (`ProxyStartup -pm local`, the broker inside the proxy's JVM, as Apache's
+//! `mqbroker --enable-proxy` does), so both broker processes carry the proxy's work.
 
 use std::fmt;
 use std::fs;
@@ -125,7 +130,13 @@ pub struct Topology {
     pub slave: bool,
     /// Further broker settings, the same on both systems.
     pub extra: Vec<(String, String)>,
+    /// Whether the master serves gRPC too (local mode).
+    pub grpc: bool,
 }
+
+/// The Apache proxy release whose local mode runs Apache's broker in the gRPC scenarios
+/// (the broker release of [`ApacheDist`]).
+const APACHE_PROXY: &str = crate::java::V5;
 
 /// One broker or name server process with its address.
 #[derive(Debug)]
@@ -134,6 +145,8 @@ pub struct Node {
     pub proc: Proc,
     /// `127.0.0.1:port` it serves on.
     pub addr: String,
+    /// `127.0.0.1:port` of its gRPC endpoint (a master of a [`Topology::grpc`] cluster).
+    pub grpc: Option<String>,
     _ports: Vec<PortReservation>,
 }
 
@@ -356,6 +369,9 @@ impl Cluster {
             .store_dir()
             .ok_or_else(|| "the cluster's store is gone".to_owned())?
             .to_owned();
+        if self.topology.grpc {
+            return Err("restarting a master that serves gRPC is not supported".to_owned());
+        }
         let (name, cmd) = broker_command(
             self.system,
             &self.programs,
@@ -363,6 +379,7 @@ impl Cluster {
             &self.namesrv.addr,
             0,
             port,
+            None,
             &dir,
             &self.log_dir,
         )?;
@@ -451,6 +468,7 @@ fn start_namesrv(
     Ok(Node {
         proc,
         addr,
+        grpc: None,
         _ports: ports,
     })
 }
@@ -469,8 +487,15 @@ fn start_broker(
     let mut ports = ports::reserve_consecutive(4);
     let port = ports[2].port();
     let addr = format!("127.0.0.1:{port}");
+    // The gRPC port and (Apache's proxy) the proxy's own remoting port.
+    let grpc = (topology.grpc && broker_id == 0).then(|| {
+        let (g, r) = (ports::reserve(), ports::reserve());
+        let both = (g.port(), r.port());
+        ports.extend([g, r]);
+        both
+    });
     let (name, cmd) = broker_command(
-        system, programs, topology, namesrv, broker_id, port, dir, log_dir,
+        system, programs, topology, namesrv, broker_id, port, grpc, dir, log_dir,
     )?;
     for p in &mut ports {
         p.release_listener();
@@ -478,9 +503,13 @@ fn start_broker(
     let mut proc =
         Proc::spawn(&name, cmd, &log_dir.join(format!("{name}.log"))).map_err(|e| e.to_string())?;
     proc.wait_connectable(socket(port), START_TIMEOUT)?;
+    if let Some((grpc_port, _)) = grpc {
+        proc.wait_connectable(socket(grpc_port), START_TIMEOUT)?;
+    }
     Ok(Node {
         proc,
         addr,
+        grpc: grpc.map(|(g, _)| format!("127.0.0.1:{g}")),
         _ports: ports,
     })
 }
@@ -495,6 +524,7 @@ fn broker_command(
     namesrv: &str,
     broker_id: i64,
     port: u16,
+    grpc: Option<(u16, u16)>,
     dir: &Path,
     log_dir: &Path,
 ) -> Result<(String, Command), String> {
@@ -526,6 +556,10 @@ fn broker_command(
         conf.retain(|(key, _)| key != k);
         conf.push((k.as_str(), v.clone()));
     }
+    if let (System::Sluice, Some((grpc_port, _))) = (system, grpc) {
+        conf.push(("enableGrpcProxy", "true".to_owned()));
+        conf.push(("grpcServerPort", grpc_port.to_string()));
+    }
     Ok(match system {
         System::Sluice => {
             let mut cmd = Command::new(programs.bin_dir.join("mqbroker"));
@@ -543,13 +577,68 @@ fn broker_command(
             write_properties(&conf_path, &conf)?;
             let home = log_dir.join(format!("home-{label}"));
             fs::create_dir_all(&home).map_err(|e| e.to_string())?;
-            let mut cmd = java(dist, &programs.jvm.broker, &home);
-            cmd.arg("org.apache.rocketmq.broker.BrokerStartup")
-                .arg("-c")
-                .arg(&conf_path);
+            let cmd = match grpc {
+                None => {
+                    let mut cmd = java(dist, &programs.jvm.broker, &home);
+                    cmd.arg("org.apache.rocketmq.broker.BrokerStartup")
+                        .arg("-c")
+                        .arg(&conf_path);
+                    cmd
+                }
+                Some((grpc_port, remoting_port)) => apache_local_proxy(
+                    dist,
+                    programs,
+                    namesrv,
+                    grpc_port,
+                    remoting_port,
+                    &conf_path,
+                    &home,
+                )?,
+            };
             (format!("rocketmq-broker-{label}"), cmd)
         }
     })
+}
+
+/// Apache's broker inside Apache's proxy in local mode (`ProxyStartup -pm local -bc`), gRPC on
+/// `grpc_port`, the proxy's remoting listener on `remoting_port`, the broker's own settings
+/// from `broker_conf`.
+fn apache_local_proxy(
+    dist: &ApacheDist,
+    programs: &Programs,
+    namesrv: &str,
+    grpc_port: u16,
+    remoting_port: u16,
+    broker_conf: &Path,
+    home: &Path,
+) -> Result<Command, String> {
+    let classpath = crate::harness::proxy::resolve(APACHE_PROXY)?;
+    let proxy_conf = home.join("rmq-proxy.json");
+    let conf = serde_json::json!({
+        "rocketMQClusterName": CLUSTER,
+        "namesrvAddr": namesrv,
+        "grpcServerPort": grpc_port,
+        "remotingListenPort": remoting_port,
+        "localServeAddr": "127.0.0.1",
+        "remotingAccessAddr": "127.0.0.1",
+        "proxyName": "sluice-bench-proxy",
+        "enablePrintJstack": false,
+    });
+    fs::write(&proxy_conf, conf.to_string())
+        .map_err(|e| format!("{}: {e}", proxy_conf.display()))?;
+    let mut cmd = Command::new("java");
+    cmd.args(&programs.jvm.broker)
+        .arg(format!("-Duser.home={}", home.display()))
+        .arg("-cp")
+        .arg(&classpath)
+        .env("ROCKETMQ_HOME", &dist.home)
+        .current_dir(home)
+        .arg("org.apache.rocketmq.proxy.ProxyStartup")
+        .args(["-pm", "local", "-bc"])
+        .arg(broker_conf)
+        .arg("-pc")
+        .arg(&proxy_conf);
+    Ok(cmd)
 }
 
 fn apache(programs: &Programs) -> Result<&ApacheDist, String> {

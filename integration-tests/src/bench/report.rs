@@ -135,7 +135,20 @@ fn workload_rows(scenario: &Scenario) -> Vec<Row> {
             ]);
             rows
         }
-        Workload::Produce { .. } => producer,
+        Workload::Produce { .. } | Workload::GrpcSend { .. } => producer,
+        Workload::GrpcConsume => vec![
+            row("backlog_messages", "backlog messages (1 KiB)"),
+            row("consume_tps", "received + acked messages/s"),
+            row("consume_secs", "seconds to the end of the backlog"),
+            row("errors", "failed receives / acks"),
+            row("cpu_master_s_per_m", "broker CPU s / million msgs"),
+            row("cpu_master_pct", "broker CPU % (of one core)"),
+            row(
+                "cpu_loadgen_s_per_m",
+                "load generator (mqbench) CPU s / million msgs",
+            ),
+            row("rss_peak_master_mib", "broker RssAnon peak MiB"),
+        ],
         Workload::Backlog => vec![
             row("backlog_mib", "backlog MiB (bodies)"),
             row("fill_tps", "fill messages/s (batches of 16)"),

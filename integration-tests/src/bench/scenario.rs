@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::cluster::{CLUSTER, Cluster, Programs, System, Topology};
 use super::pop_load::AckMode;
 
+mod grpc;
 mod pop;
 mod sql;
 mod timer;
@@ -163,6 +164,13 @@ pub enum Workload {
         /// One ACK_MESSAGE per message, or one BATCH_ACK_MESSAGE per pop.
         ack: AckMode,
     },
+    /// gRPC SendMessage at max rate, through the broker's own gRPC endpoint (local mode).
+    GrpcSend {
+        /// Body size.
+        size: usize,
+    },
+    /// A backlog received and acked over gRPC (local mode) to its end.
+    GrpcConsume,
 }
 
 /// One scenario.
@@ -373,6 +381,22 @@ pub fn all() -> Vec<Scenario> {
                 ack: AckMode::Batch,
             },
         ),
+        s(
+            "grpc-send-1k",
+            "gRPC SendMessage, 1 KiB, max rate (the proxy in the broker: local mode)",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::GrpcSend { size: 1024 },
+        ),
+        s(
+            "grpc-receive-ack",
+            "gRPC ReceiveMessage (32) + AckMessage per message, a backlog to its end (local mode)",
+            "ASYNC_MASTER",
+            "ASYNC_FLUSH",
+            false,
+            Workload::GrpcConsume,
+        ),
         Scenario {
             // A long run (the timers fall due minutes later), so once.
             max_repeat: Some(1),
@@ -468,6 +492,7 @@ fn topology(scenario: &Scenario) -> Topology {
             | Workload::TimerPending
             | Workload::PullConsume
             | Workload::PopConsume { .. }
+            | Workload::GrpcConsume
     ) {
         // Apache's default too; said so both ways (POP needs it; the pull baseline alike).
         extra.push(("timerWheelEnable".to_owned(), "true".to_owned()));
@@ -496,6 +521,10 @@ fn topology(scenario: &Scenario) -> Topology {
         flush: scenario.flush,
         slave: scenario.slave,
         extra,
+        grpc: matches!(
+            scenario.workload,
+            Workload::GrpcSend { .. } | Workload::GrpcConsume
+        ),
     }
 }
 
@@ -561,6 +590,8 @@ fn run_inner(
         }
         Workload::PullConsume => pop::pull_consume(&bench, &mut cluster, plan, result),
         Workload::PopConsume { ack } => pop::pop_consume(&bench, &mut cluster, plan, *ack, result),
+        Workload::GrpcSend { size } => grpc::send(&bench, &mut cluster, plan, *size, result),
+        Workload::GrpcConsume => grpc::receive_ack(&bench, &mut cluster, plan, result),
     };
     if outcome.is_ok() && !cluster.all_running() {
         return Err(format!(
@@ -588,13 +619,15 @@ pub(super) struct Bench<'a> {
 }
 
 impl Bench<'_> {
+    /// `mqbench ARGS --json`, with `-n NAMESRV` unless it is a gRPC run (those take the
+    /// endpoint instead).
     fn command(&self, args: &[String]) -> Command {
         let mut cmd = Command::new(self.programs.bin_dir.join("mqbench"));
-        cmd.args(args)
-            .arg("-n")
-            .arg(&self.namesrv)
-            .arg("--json")
-            .env("RUST_LOG", "warn");
+        cmd.args(args);
+        if !args.first().is_some_and(|a| a.starts_with("grpc-")) {
+            cmd.arg("-n").arg(&self.namesrv);
+        }
+        cmd.arg("--json").env("RUST_LOG", "warn");
         cmd
     }
 
