@@ -91,6 +91,9 @@ pub struct Cli {
     /// Note closing the POP section (default docs/bench/pop-notes.md when present).
     #[arg(long)]
     pub pop_notes: Option<PathBuf>,
+    /// Note closing the gRPC section (default docs/bench/grpc-notes.md when present).
+    #[arg(long)]
+    pub grpc_notes: Option<PathBuf>,
     /// Add this run's results to those of a results.json (its runs of the scenarios run
     /// now are replaced) and write the report from both: new scenarios without rerunning
     /// the others. Each merged run says when and with which build it ran.
@@ -129,28 +132,53 @@ pub fn main_with(cli: &Cli) -> i32 {
     }
 }
 
+/// Where the hand-written notes are (each file optional).
+#[derive(Debug, Default)]
+struct NotePaths {
+    closing: Option<PathBuf>,
+    timer: Option<PathBuf>,
+    pop: Option<PathBuf>,
+    grpc: Option<PathBuf>,
+}
+
+impl NotePaths {
+    /// The given paths, each defaulting to `docs/bench/<default>` under `root` when present.
+    fn resolve(cli: &Cli, root: &Path) -> Self {
+        let pick = |given: &Option<PathBuf>, default: &str| {
+            given.clone().or_else(|| {
+                let path = root.join("docs").join("bench").join(default);
+                path.is_file().then_some(path)
+            })
+        };
+        NotePaths {
+            closing: pick(&cli.notes, "notes.md"),
+            timer: pick(&cli.timer_notes, "timer-notes.md"),
+            pop: pick(&cli.pop_notes, "pop-notes.md"),
+            grpc: pick(&cli.grpc_notes, "grpc-notes.md"),
+        }
+    }
+
+    fn read(&self) -> report::Notes {
+        let read = |p: &Option<PathBuf>| p.as_ref().and_then(|p| fs::read_to_string(p).ok());
+        report::Notes {
+            closing: read(&self.closing),
+            timer: read(&self.timer),
+            pop: read(&self.pop),
+            grpc: read(&self.grpc),
+        }
+    }
+}
+
 fn chart_and_report(
     results: &Results,
     report_path: &Path,
     chart_dir: &Path,
-    notes: Option<&Path>,
-    timer_notes: Option<&Path>,
-    pop_notes: Option<&Path>,
+    notes: &NotePaths,
 ) -> Result<(), String> {
     let charts = report::write_charts(results, chart_dir)?;
     let report_parent = report_path.parent().unwrap_or(Path::new("."));
     let rel = pathdiff(chart_dir, report_parent);
-    let notes_text = notes.and_then(|p| fs::read_to_string(p).ok());
-    let timer_text = timer_notes.and_then(|p| fs::read_to_string(p).ok());
-    let pop_text = pop_notes.and_then(|p| fs::read_to_string(p).ok());
-    let md = report::markdown(
-        results,
-        &rel,
-        &charts,
-        notes_text.as_deref(),
-        timer_text.as_deref(),
-        pop_text.as_deref(),
-    );
+    let md = report::markdown(results, &rel, &charts, &notes.read());
     fs::write(report_path, md).map_err(|e| format!("{}: {e}", report_path.display()))?;
     eprintln!(
         "bench: wrote {} and {} chart(s) in {}",
@@ -184,21 +212,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
         return Ok(0);
     }
     let root = workspace_root();
-    let default_notes = root.join("docs").join("bench").join("notes.md");
-    let notes = cli
-        .notes
-        .clone()
-        .or_else(|| default_notes.is_file().then_some(default_notes));
-    let default_timer_notes = root.join("docs").join("bench").join("timer-notes.md");
-    let timer_notes = cli
-        .timer_notes
-        .clone()
-        .or_else(|| default_timer_notes.is_file().then_some(default_timer_notes));
-    let default_pop_notes = root.join("docs").join("bench").join("pop-notes.md");
-    let pop_notes = cli
-        .pop_notes
-        .clone()
-        .or_else(|| default_pop_notes.is_file().then_some(default_pop_notes));
+    let notes = NotePaths::resolve(cli, &root);
     if let Some(path) = &cli.render {
         let results = Results::load(path)?;
         let report_path = cli
@@ -209,14 +223,7 @@ fn drive(cli: &Cli) -> Result<i32, String> {
             .charts
             .clone()
             .unwrap_or_else(|| root.join("docs").join("bench"));
-        chart_and_report(
-            &results,
-            &report_path,
-            &charts,
-            notes.as_deref(),
-            timer_notes.as_deref(),
-            pop_notes.as_deref(),
-        )?;
+        chart_and_report(&results, &report_path, &charts, &notes)?;
         return Ok(0);
     }
     procs::install_signal_handler();
@@ -413,19 +420,13 @@ fn drive(cli: &Cli) -> Result<i32, String> {
     // Keep a copy of the results next to the charts, so BENCHMARKS.md can be regenerated.
     fs::create_dir_all(&chart_dir).map_err(|e| format!("{}: {e}", chart_dir.display()))?;
     results.save(&chart_dir.join("results.json"))?;
-    chart_and_report(
-        &results,
-        &report_path,
-        &chart_dir,
-        notes.as_deref(),
-        timer_notes.as_deref(),
-        pop_notes.as_deref(),
-    )?;
+    chart_and_report(&results, &report_path, &chart_dir, &notes)?;
     println!("results: {}", results_path.display());
     for g in report::goals(&results)
         .into_iter()
         .chain(report::timer::goals(&results))
         .chain(report::pop::goals(&results))
+        .chain(report::grpc::goals(&results))
     {
         println!(
             "{:<10} {} — {}",

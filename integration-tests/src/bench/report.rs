@@ -1,6 +1,7 @@
 //! Results: the JSON written after every run, medians with min–max, the goals of issue 7,
 //! BENCHMARKS.md and its SVG charts.
 
+pub mod grpc;
 pub mod pop;
 pub mod timer;
 
@@ -626,17 +627,22 @@ pub fn write_charts(r: &Results, dir: &Path) -> Result<Vec<String>, String> {
 
 // ---------------------------------------------------------------- markdown
 
-/// BENCHMARKS.md. `chart_dir` is where the charts are, relative to the file; `notes` is
-/// appended as the closing note.
+/// The hand-written notes of BENCHMARKS.md: the closing one and those closing a section.
+#[derive(Debug, Clone, Default)]
+pub struct Notes {
+    /// After everything.
+    pub closing: Option<String>,
+    /// After the timer section.
+    pub timer: Option<String>,
+    /// After the POP section.
+    pub pop: Option<String>,
+    /// After the gRPC section.
+    pub grpc: Option<String>,
+}
+
+/// BENCHMARKS.md. `chart_dir` is where the charts are, relative to the file.
 #[must_use]
-pub fn markdown(
-    r: &Results,
-    chart_dir: &str,
-    charts: &[String],
-    notes: Option<&str>,
-    timer_notes: Option<&str>,
-    pop_notes: Option<&str>,
-) -> String {
+pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: &Notes) -> String {
     let mut md = String::new();
     let _ = writeln!(
         md,
@@ -734,13 +740,14 @@ pub fn markdown(
     md.push_str("## Scenarios\n\n");
     for sc in all()
         .iter()
-        .filter(|sc| !timer::is_timer(sc) && !pop::is_pop(sc))
+        .filter(|sc| !timer::is_timer(sc) && !pop::is_pop(sc) && !grpc::is_grpc(sc))
     {
         scenario_section(&mut md, r, sc);
     }
 
-    timer::section(&mut md, r, timer_notes);
-    pop::section(&mut md, r, pop_notes);
+    timer::section(&mut md, r, notes.timer.as_deref());
+    pop::section(&mut md, r, notes.pop.as_deref());
+    grpc::section(&mut md, r, notes.grpc.as_deref());
 
     // Criterion.
     md.push_str("## Micro-benchmarks (criterion)\n\n");
@@ -758,8 +765,8 @@ pub fn markdown(
         md.push('\n');
     }
 
-    if let Some(notes) = notes {
-        md.push_str(notes.trim_end());
+    if let Some(closing) = &notes.closing {
+        md.push_str(closing.trim_end());
         md.push('\n');
     }
     md
