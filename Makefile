@@ -1,7 +1,7 @@
 # One place that runs the checks the way CI does. `.ci/run` calls `make test`.
 CARGO ?= cargo
 
-.PHONY: test unit it doc fmt-check clippy deploy-check module-cycles build bench fuzz
+.PHONY: test unit it it-serial doc fmt-check clippy deploy-check module-cycles build bench fuzz
 
 ## Everything CI runs: format, lints, deploy checks, the unit tier, the integration tier
 ## and the doc tests.
@@ -17,7 +17,12 @@ unit:
 ## driven by the standard clients (Java, Go, Rust), Apache RocketMQ brokers, the bench
 ## and reliability drivers in --quick mode. A missing Java, Maven or Go fails the test
 ## (SLUICE_REQUIRE_TOOLS=1); under plain `cargo test` such tests are skipped, saying so.
+## The binaries run two at a time (.ci/it-run: most of their time is waiting on JVMs,
+## long polls and timers); `make it-serial` runs them one after the other as cargo does.
 it:
+	SLUICE_REQUIRE_TOOLS=1 CARGO=$(CARGO) python3 .ci/it-run
+
+it-serial:
 	SLUICE_REQUIRE_TOOLS=1 $(CARGO) test -p integration-tests --test '*'
 
 doc:
