@@ -39,6 +39,7 @@ pub mod server;
 pub mod service;
 pub mod settings;
 pub mod status;
+pub mod transaction;
 
 pub use backend::{Backend, BackendError, ClusterBackend, Target};
 pub use config::ProxyConfig;
