@@ -223,8 +223,8 @@ mod tests {
         let defaults = ProxyConfig::load(None, &[]).unwrap();
         assert_eq!(defaults.grpc_server_port, 8081);
         assert_eq!(defaults.transaction_heartbeat_period_second, 20);
-        let fast = ProxyConfig::load(None, &["transactionHeartbeatPeriodSecond=2".to_owned()])
-            .unwrap();
+        let fast =
+            ProxyConfig::load(None, &["transactionHeartbeatPeriodSecond=2".to_owned()]).unwrap();
         assert_eq!(fast.transaction_heartbeat_period_second, 2);
         assert_eq!(defaults.limits(), Limits::default());
     }

@@ -1,22 +1,29 @@
 //! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: the sending side of
-//! RocketMQ 5's gRPC protocol, as Apache's proxy serves it.
+//! RocketMQ 5's gRPC protocol and its transactions, as Apache's proxy serves them.
 //!
 //! - QueryRoute: the topic's queues from the name server, each broker's endpoints replaced by
 //!   the proxy's own (the client keeps talking to the proxy), the accepted message types from
 //!   the topic's `message.type`.
 //! - Telemetry: the client's settings are kept and answered with the server's
-//!   ([`crate::settings`]); the stream stays open for the commands the server will send
-//!   (orphaned-transaction checks, thread stacks, message verification: later slices).
-//! - Heartbeat / NotifyClientTermination: answered by the client type its settings named.
-//!   In cluster mode Apache registers only transactional producers with the brokers (their
-//!   check-backs); transactions are not served yet, so nothing is registered.
+//!   ([`crate::settings`]); the stream stays open for the commands the server sends: a
+//!   broker's transaction check as a `RecoverOrphanedTransactionCommand` to one producer of
+//!   the group ([`crate::transaction`]; the brokers' requests reach it through
+//!   [`Backend::serve_inbound`], given when the service is made). Thread stacks and message
+//!   verification are not asked for.
+//! - Heartbeat / NotifyClientTermination: answered by the client type its settings named. A
+//!   producer (settings, heartbeat) produces for the groups named as its topics; as Apache's
+//!   cluster mode, the proxy registers the transactional ones with their brokers (HEART_BEAT,
+//!   for the check-backs) and unregisters a group whose last producer terminated or lost its
+//!   stream (UNREGISTER_CLIENT).
 //! - SendMessage: each message converted ([`crate::convert`]), checked against the topic's
 //!   type, sent to the chosen queue's master with SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for
-//!   several), the answer mapped to result entries.
+//!   several), the answer mapped to result entries. A transactional message is a half
+//!   message; where it went is recorded for its EndTransaction.
+//! - EndTransaction: commit or rollback at the broker that holds the half message
+//!   ([`crate::transaction`]).
 //!
 //! Every other rpc answers `NOT_IMPLEMENTED` in its response's status (the protocol's way,
-//! the gRPC call itself succeeds), never a pretended success. So do transactional messages,
-//! whose half messages nobody could end yet.
+//! the gRPC call itself succeeds), never a pretended success.
 //!
 //! Failures of a call are in the response's status ([`Refusal`]); only a malformed telemetry
 //! stream ends with a gRPC error, as Apache's does.
@@ -721,7 +728,11 @@ impl<B: Backend> Inbound for CheckBacks<B> {
             return;
         };
         if request.code() != i32::from(remoting::RequestCode::CheckTransactionState) {
-            debug!(broker, code = request.code(), "request from a broker ignored");
+            debug!(
+                broker,
+                code = request.code(),
+                "request from a broker ignored"
+            );
             return;
         }
         let stream_of = |client: &str| shared.telemetry.lock().get(client).cloned();

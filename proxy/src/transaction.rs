@@ -281,9 +281,10 @@ pub fn grpc_message(m: &StoredMessage<'_>, fallback_id: Option<&str>) -> pb::Mes
     } else {
         MessageType::Normal
     };
-    let delivery_timestamp = match get(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok())
-    {
-        Some(seconds) => Some(timestamp(now_ms().saturating_add(seconds.saturating_mul(1000)))),
+    let delivery_timestamp = match get(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok()) {
+        Some(seconds) => Some(timestamp(
+            now_ms().saturating_add(seconds.saturating_mul(1000)),
+        )),
         None => get(keys::TIMER_DELIVER_MS)
             .and_then(|s| s.parse::<i64>().ok())
             .map(timestamp),
@@ -466,7 +467,11 @@ impl<B: Backend> Transactions<B> {
 
     /// `client_id` publishes `topics` (its settings; a heartbeat repeats them): it produces
     /// for the groups of those names.
-    pub fn register_producer<'a>(&self, client_id: &str, topics: impl IntoIterator<Item = &'a str>) {
+    pub fn register_producer<'a>(
+        &self,
+        client_id: &str,
+        topics: impl IntoIterator<Item = &'a str>,
+    ) {
         self.producers.lock().register(client_id, topics);
     }
 
@@ -478,7 +483,10 @@ impl<B: Backend> Transactions<B> {
             let Some(brokers) = self.transactional.lock().remove(&group) else {
                 continue;
             };
-            info!(group, "last producer of a transactional group gone: unregistering it");
+            info!(
+                group,
+                "last producer of a transactional group gone: unregistering it"
+            );
             for addr in brokers {
                 let header = UnregisterClientRequestHeader {
                     client_id: HEARTBEAT_CLIENT_ID.to_owned(),
@@ -505,7 +513,9 @@ impl<B: Backend> Transactions<B> {
                 Ok(r) if r.code() == i32::from(ResponseCode::Success) => {
                     debug!(broker = %addr, what, "done");
                 }
-                Ok(r) => warn!(broker = %addr, what, code = r.code(), remark = ?r.remark(), "refused"),
+                Ok(r) => {
+                    warn!(broker = %addr, what, code = r.code(), remark = ?r.remark(), "refused")
+                }
                 Err(e) => warn!(broker = %addr, what, error = %e, "failed"),
             }
         });
@@ -587,7 +597,9 @@ impl<B: Backend> Transactions<B> {
         let ok = i32::from(Code::Ok);
         let mut table = self.table.lock();
         for (i, entry) in entries.iter().enumerate() {
-            if entry.status.as_ref().map(|s| s.code) != Some(ok) || entry.transaction_id.trim().is_empty() {
+            if entry.status.as_ref().map(|s| s.code) != Some(ok)
+                || entry.transaction_id.trim().is_empty()
+            {
                 continue;
             }
             let Some(commit_log_offset) = ids
@@ -595,7 +607,11 @@ impl<B: Backend> Transactions<B> {
                 .and_then(|id| OffsetMsgId::decode(id.trim()).ok())
                 .and_then(|id| i64::try_from(id.offset).ok())
             else {
-                warn!(broker = broker_addr, msg_id = header.msg_id, "send answered no offset message id: the transaction cannot be ended");
+                warn!(
+                    broker = broker_addr,
+                    msg_id = header.msg_id,
+                    "send answered no offset message id: the transaction cannot be ended"
+                );
                 continue;
             };
             table.add(
@@ -627,7 +643,11 @@ impl<B: Backend> Transactions<B> {
     /// # Errors
     /// INVALID_TRANSACTION_ID for an empty id, INTERNAL_SERVER_ERROR when no entry is held,
     /// the broker's refusal or the transport's failure.
-    pub async fn end(&self, topic: &str, request: &pb::EndTransactionRequest) -> Result<(), Refusal> {
+    pub async fn end(
+        &self,
+        topic: &str,
+        request: &pb::EndTransactionRequest,
+    ) -> Result<(), Refusal> {
         if request.transaction_id.trim().is_empty() {
             return Err(Refusal::new(
                 Code::InvalidTransactionId,
@@ -646,12 +666,20 @@ impl<B: Backend> Transactions<B> {
             .lock()
             .poll(producer_group, &request.transaction_id, now_ms())
         else {
-            debug!(topic, transaction_id = request.transaction_id, "end of an unknown transaction");
+            debug!(
+                topic,
+                transaction_id = request.transaction_id,
+                "end of an unknown transaction"
+            );
             return Err(Refusal::new(Code::InternalServerError, NO_TRANSACTION_DATA));
         };
         if commit_or_rollback == sys_flag::TRANSACTION_NOT_TYPE {
             // The broker does nothing with it; its check-back will ask again.
-            debug!(topic, transaction_id = request.transaction_id, "transaction left unknown");
+            debug!(
+                topic,
+                transaction_id = request.transaction_id,
+                "transaction left unknown"
+            );
             return Ok(());
         }
         let command = end_request(
@@ -662,7 +690,14 @@ impl<B: Backend> Transactions<B> {
             from_check,
             &request.message_id,
         );
-        debug!(topic, broker = data.broker_addr, transaction_id = data.transaction_id, commit = commit_or_rollback == sys_flag::TRANSACTION_COMMIT_TYPE, from_check, "end transaction");
+        debug!(
+            topic,
+            broker = data.broker_addr,
+            transaction_id = data.transaction_id,
+            commit = commit_or_rollback == sys_flag::TRANSACTION_COMMIT_TYPE,
+            from_check,
+            "end transaction"
+        );
         let response = self
             .backend
             .invoke(
@@ -701,7 +736,10 @@ impl<B: Backend> Transactions<B> {
         };
         let props = message.properties_str();
         let Some(group) = properties::get(&props, keys::PGROUP) else {
-            debug!(broker, "transaction check of a message without a producer group");
+            debug!(
+                broker,
+                "transaction check of a message without a producer group"
+            );
             return;
         };
         let transaction_id = [
@@ -738,11 +776,19 @@ impl<B: Backend> Transactions<B> {
                 continue;
             };
             if out.try_send(Ok(command.clone())).is_ok() {
-                debug!(broker, group, client, transaction_id, "transaction check sent to the client");
+                debug!(
+                    broker,
+                    group, client, transaction_id, "transaction check sent to the client"
+                );
                 return;
             }
         }
-        debug!(broker, group, transaction_id, "transaction check dropped: no producer of the group connected (the broker asks again)");
+        debug!(
+            broker,
+            group,
+            transaction_id,
+            "transaction check dropped: no producer of the group connected (the broker asks again)"
+        );
         self.table.lock().remove(group, &data);
     }
 }
@@ -779,7 +825,10 @@ mod tests {
         assert_eq!(t.len(), 3);
         // Another group's id is another transaction.
         assert_eq!(t.poll("H", "tx1", 0), None);
-        assert_eq!(t.poll("G", "tx1", 200).map(|d| d.broker_addr), Some("b:1".into()));
+        assert_eq!(
+            t.poll("G", "tx1", 200).map(|d| d.broker_addr),
+            Some("b:1".into())
+        );
         // The one left expired at 100: gone, and nothing is answered.
         assert_eq!(t.poll("G", "tx1", 200), None);
         assert_eq!(t.len(), 1);
@@ -813,7 +862,10 @@ mod tests {
         let first = p.candidates("T1");
         let second = p.candidates("T1");
         assert_eq!(first.len(), 2);
-        assert_ne!(first[0], second[0], "each check starts with the next producer");
+        assert_ne!(
+            first[0], second[0],
+            "each check starts with the next producer"
+        );
         assert!(p.candidates("T3").is_empty());
         assert_eq!(p.unregister("c2"), Vec::<String>::new());
         assert_eq!(p.unregister("c1"), ["T1", "T2"]);
@@ -940,11 +992,9 @@ mod tests {
                         }],
                         ..TopicRouteData::default()
                     };
-                    let body = remoting::fastjson::to_vec(
-                        &route,
-                        remoting::fastjson::KeyStyle::Fastjson,
-                    )
-                    .unwrap();
+                    let body =
+                        remoting::fastjson::to_vec(&route, remoting::fastjson::KeyStyle::Fastjson)
+                            .unwrap();
                     Ok(RemotingCommand::response(ResponseCode::Success, None).with_body(body))
                 }
                 Target::Broker(addr) => {
@@ -1001,7 +1051,11 @@ mod tests {
         }
     }
 
-    fn end(id: &str, resolution: TransactionResolution, source: TransactionSource) -> pb::EndTransactionRequest {
+    fn end(
+        id: &str,
+        resolution: TransactionResolution,
+        source: TransactionSource,
+    ) -> pb::EndTransactionRequest {
         pb::EndTransactionRequest {
             topic: Some(pb::Resource {
                 resource_namespace: String::new(),
@@ -1018,10 +1072,23 @@ mod tests {
     #[tokio::test]
     async fn a_sent_half_message_is_ended_at_its_broker_once() {
         let (cluster, tx) = transactions(&ProxyConfig::default());
-        tx.record_sent("TopicTx", BROKER, "TopicTx", &sent_response("U1", 4096), &[entry("U1")]);
-        tx.end("TopicTx", &end("U1", TransactionResolution::Commit, TransactionSource::SourceClient))
-            .await
-            .unwrap();
+        tx.record_sent(
+            "TopicTx",
+            BROKER,
+            "TopicTx",
+            &sent_response("U1", 4096),
+            &[entry("U1")],
+        );
+        tx.end(
+            "TopicTx",
+            &end(
+                "U1",
+                TransactionResolution::Commit,
+                TransactionSource::SourceClient,
+            ),
+        )
+        .await
+        .unwrap();
         let ends = cluster.of_code(i32::from(RequestCode::EndTransaction));
         assert_eq!(ends.len(), 1);
         let h: EndTransactionRequestHeader = ends[0].decode_header().unwrap();
@@ -1030,36 +1097,92 @@ mod tests {
         assert_eq!((h.tran_state_table_offset, h.commit_log_offset), (9, 4096));
         assert_eq!(h.commit_or_rollback, sys_flag::TRANSACTION_COMMIT_TYPE);
         assert_eq!(h.from_transaction_check, Some(false));
-        assert_eq!((h.msg_id.as_str(), h.transaction_id.as_deref()), ("U1", Some("U1")));
+        assert_eq!(
+            (h.msg_id.as_str(), h.transaction_id.as_deref()),
+            ("U1", Some("U1"))
+        );
         // Ended: a second end knows nothing of it, as Apache answers.
         let again = tx
-            .end("TopicTx", &end("U1", TransactionResolution::Rollback, TransactionSource::SourceClient))
+            .end(
+                "TopicTx",
+                &end(
+                    "U1",
+                    TransactionResolution::Rollback,
+                    TransactionSource::SourceClient,
+                ),
+            )
             .await
             .unwrap_err();
-        assert_eq!((again.code, again.message.as_str()), (Code::InternalServerError, NO_TRANSACTION_DATA));
+        assert_eq!(
+            (again.code, again.message.as_str()),
+            (Code::InternalServerError, NO_TRANSACTION_DATA)
+        );
         let empty = tx
-            .end("TopicTx", &end(" ", TransactionResolution::Commit, TransactionSource::SourceClient))
+            .end(
+                "TopicTx",
+                &end(
+                    " ",
+                    TransactionResolution::Commit,
+                    TransactionSource::SourceClient,
+                ),
+            )
             .await
             .unwrap_err();
         assert_eq!(empty.code, Code::InvalidTransactionId);
-        assert_eq!(cluster.of_code(i32::from(RequestCode::EndTransaction)).len(), 1);
+        assert_eq!(
+            cluster
+                .of_code(i32::from(RequestCode::EndTransaction))
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]
     async fn a_broker_refusal_is_reported_and_unknown_asks_nothing() {
         let (cluster, tx) = transactions(&ProxyConfig::default());
         cluster.end_code.store(1, Ordering::Relaxed);
-        tx.record_sent("TopicTx", BROKER, "TopicTx", &sent_response("U1", 1), &[entry("U1")]);
+        tx.record_sent(
+            "TopicTx",
+            BROKER,
+            "TopicTx",
+            &sent_response("U1", 1),
+            &[entry("U1")],
+        );
         let refused = tx
-            .end("TopicTx", &end("U1", TransactionResolution::Rollback, TransactionSource::SourceClient))
+            .end(
+                "TopicTx",
+                &end(
+                    "U1",
+                    TransactionResolution::Rollback,
+                    TransactionSource::SourceClient,
+                ),
+            )
             .await
             .unwrap_err();
         assert_eq!(refused.code, Code::InternalServerError);
-        tx.record_sent("TopicTx", BROKER, "TopicTx", &sent_response("U2", 2), &[entry("U2")]);
-        tx.end("TopicTx", &end("U2", TransactionResolution::Unspecified, TransactionSource::SourceClient))
-            .await
-            .unwrap();
-        assert_eq!(cluster.of_code(i32::from(RequestCode::EndTransaction)).len(), 1);
+        tx.record_sent(
+            "TopicTx",
+            BROKER,
+            "TopicTx",
+            &sent_response("U2", 2),
+            &[entry("U2")],
+        );
+        tx.end(
+            "TopicTx",
+            &end(
+                "U2",
+                TransactionResolution::Unspecified,
+                TransactionSource::SourceClient,
+            ),
+        )
+        .await
+        .unwrap();
+        assert_eq!(
+            cluster
+                .of_code(i32::from(RequestCode::EndTransaction))
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]
@@ -1084,7 +1207,14 @@ mod tests {
         // No producer connected: dropped, nothing kept.
         tx.on_check(BROKER, &check, &|_| None);
         let none = tx
-            .end("TopicTx", &end("U7", TransactionResolution::Commit, TransactionSource::SourceServerCheck))
+            .end(
+                "TopicTx",
+                &end(
+                    "U7",
+                    TransactionResolution::Commit,
+                    TransactionSource::SourceServerCheck,
+                ),
+            )
             .await
             .unwrap_err();
         assert_eq!(none.message, NO_TRANSACTION_DATA);
@@ -1092,7 +1222,9 @@ mod tests {
         // A producer of the group with a stream gets the command.
         let (out, mut commands) = mpsc::channel(4);
         tx.register_producer("c1", ["TopicTx"]);
-        tx.on_check(BROKER, &check, &|client| (client == "c1").then(|| out.clone()));
+        tx.on_check(BROKER, &check, &|client| {
+            (client == "c1").then(|| out.clone())
+        });
         let Some(Ok(pb::TelemetryCommand {
             command: Some(Command::RecoverOrphanedTransactionCommand(recover)),
             ..
@@ -1103,9 +1235,16 @@ mod tests {
         assert_eq!(recover.transaction_id, "U7");
         assert_eq!(recover.message.unwrap().body, b"tx-5");
 
-        tx.end("TopicTx", &end("U7", TransactionResolution::Commit, TransactionSource::SourceServerCheck))
-            .await
-            .unwrap();
+        tx.end(
+            "TopicTx",
+            &end(
+                "U7",
+                TransactionResolution::Commit,
+                TransactionSource::SourceServerCheck,
+            ),
+        )
+        .await
+        .unwrap();
         let ends = cluster.of_code(i32::from(RequestCode::EndTransaction));
         let h: EndTransactionRequestHeader = ends[0].decode_header().unwrap();
         assert_eq!((h.tran_state_table_offset, h.commit_log_offset), (33, 8192));
@@ -1118,11 +1257,20 @@ mod tests {
         tx.register_producer("c1", ["TopicTx", "Plain"]);
         // A transactional send marks the group (the fake serves no topic config: Plain's
         // type stays unknown, so it is not registered).
-        tx.record_sent("TopicTx", BROKER, "TopicTx", &sent_response("U1", 1), &[entry("U1")]);
+        tx.record_sent(
+            "TopicTx",
+            BROKER,
+            "TopicTx",
+            &sent_response("U1", 1),
+            &[entry("U1")],
+        );
         tx.register_groups().await;
         // The requests go out in tasks of their own.
         for _ in 0..100 {
-            if !cluster.of_code(i32::from(RequestCode::HeartBeat)).is_empty() {
+            if !cluster
+                .of_code(i32::from(RequestCode::HeartBeat))
+                .is_empty()
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
@@ -1140,7 +1288,10 @@ mod tests {
 
         tx.unregister_client("c1");
         for _ in 0..100 {
-            if !cluster.of_code(i32::from(RequestCode::UnregisterClient)).is_empty() {
+            if !cluster
+                .of_code(i32::from(RequestCode::UnregisterClient))
+                .is_empty()
+            {
                 break;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;

@@ -236,7 +236,10 @@ fn check_transaction(run: &CaseRun, stored: &[Stored]) -> Result<(), String> {
         if !want_ok {
             return Err(format!(
                 "{body} ({:?}) stored {} times",
-                run.sent.iter().find(|s| s.index == i).and_then(|s| s.tx.as_deref()),
+                run.sent
+                    .iter()
+                    .find(|s| s.index == i)
+                    .and_then(|s| s.tx.as_deref()),
                 copies.len()
             ));
         }
@@ -244,7 +247,10 @@ fn check_transaction(run: &CaseRun, stored: &[Stored]) -> Result<(), String> {
             let id = run.sent_id(i)?;
             for (key, want) in [("UNIQ_KEY", id), ("TRAN_MSG", "true")] {
                 if s.property(key) != Some(want) {
-                    return Err(format!("{body}: {key} is {:?}, not {want:?}", s.property(key)));
+                    return Err(format!(
+                        "{body}: {key} is {:?}, not {want:?}",
+                        s.property(key)
+                    ));
                 }
             }
             if s.property("PGROUP").is_none() {
