@@ -55,6 +55,20 @@ pub struct ProxyConfig {
     pub grpc_client_consumer_long_polling_batch_size: i32,
     /// `sendMessageTimeoutMillis` (sluice's): limit of one send to a broker, ms (3000).
     pub send_message_timeout_millis: u64,
+    /// `transactionHeartbeatPeriodSecond`: how often the transactional producer groups are
+    /// registered with their brokers, s (20); a broker checks back only on a group it has
+    /// a heartbeat of.
+    pub transaction_heartbeat_period_second: u64,
+    /// `transactionHeartbeatBatchNum`: producer groups per heartbeat request (100).
+    pub transaction_heartbeat_batch_num: usize,
+    /// `transactionDataExpireMillis`: how long a half message's broker and offsets are kept
+    /// for its EndTransaction, ms (30 000).
+    pub transaction_data_expire_millis: u64,
+    /// `transactionDataExpireScanPeriodMillis`: how often expired ones are dropped, ms
+    /// (10 000).
+    pub transaction_data_expire_scan_period_millis: u64,
+    /// `transactionDataMaxNum`: entries kept per producer group and transaction id (15).
+    pub transaction_data_max_num: usize,
 }
 
 impl Default for ProxyConfig {
@@ -79,6 +93,11 @@ impl Default for ProxyConfig {
             grpc_client_consumer_max_long_polling_timeout_millis: 20_000,
             grpc_client_consumer_long_polling_batch_size: 32,
             send_message_timeout_millis: 3000,
+            transaction_heartbeat_period_second: 20,
+            transaction_heartbeat_batch_num: 100,
+            transaction_data_expire_millis: 30_000,
+            transaction_data_expire_scan_period_millis: 10_000,
+            transaction_data_max_num: 15,
         }
     }
 }
@@ -203,6 +222,10 @@ mod tests {
 
         let defaults = ProxyConfig::load(None, &[]).unwrap();
         assert_eq!(defaults.grpc_server_port, 8081);
+        assert_eq!(defaults.transaction_heartbeat_period_second, 20);
+        let fast =
+            ProxyConfig::load(None, &["transactionHeartbeatPeriodSecond=2".to_owned()]).unwrap();
+        assert_eq!(fast.transaction_heartbeat_period_second, 2);
         assert_eq!(defaults.limits(), Limits::default());
     }
 }

@@ -11,8 +11,10 @@
 //!
 //! The semantics (what a gRPC call becomes in remoting commands, and back) are written once,
 //! above the seam; only the transport differs. Served so far: the sending side (QueryRoute,
-//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination); every other rpc
-//! answers NOT_IMPLEMENTED.
+//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination) and transactions
+//! (transactional SendMessage, EndTransaction, orphaned-transaction recovery over Telemetry,
+//! the transactional producer groups registered with the brokers); every other rpc answers
+//! NOT_IMPLEMENTED.
 //!
 //! Layout:
 //! - [`pb`]: the `apache.rocketmq.v2` messages (prost) and the `MessagingService` server and
@@ -25,6 +27,8 @@
 //!   result entries, routes to QueryRoute's queues.
 //! - [`settings`]: the clients' telemetry settings and the server's answer.
 //! - [`status`]: failures as the protocol reports them ([`Refusal`]), code mappings.
+//! - [`transaction`]: half messages' brokers and offsets, EndTransaction, the brokers'
+//!   check-backs to a producer's telemetry stream, the producer groups' registration.
 //! - [`service`]: the tonic service ([`MessagingProxy`]).
 //! - [`server`]: serving it on a bound listener with keepalive.
 //! - [`config`]: [`ProxyConfig`], Apache's `rmq-proxy.json` keys.
@@ -39,6 +43,7 @@ pub mod server;
 pub mod service;
 pub mod settings;
 pub mod status;
+pub mod transaction;
 
 pub use backend::{Backend, BackendError, ClusterBackend, Target};
 pub use config::ProxyConfig;

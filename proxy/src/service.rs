@@ -1,29 +1,36 @@
 //! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: the sending side of
-//! RocketMQ 5's gRPC protocol, as Apache's proxy serves it.
+//! RocketMQ 5's gRPC protocol and its transactions, as Apache's proxy serves them.
 //!
 //! - QueryRoute: the topic's queues from the name server, each broker's endpoints replaced by
 //!   the proxy's own (the client keeps talking to the proxy), the accepted message types from
 //!   the topic's `message.type`.
 //! - Telemetry: the client's settings are kept and answered with the server's
-//!   ([`crate::settings`]); the stream stays open for the commands the server will send
-//!   (orphaned-transaction checks, thread stacks, message verification: later slices).
-//! - Heartbeat / NotifyClientTermination: answered by the client type its settings named.
-//!   In cluster mode Apache registers only transactional producers with the brokers (their
-//!   check-backs); transactions are not served yet, so nothing is registered.
+//!   ([`crate::settings`]); the stream stays open for the commands the server sends: a
+//!   broker's transaction check as a `RecoverOrphanedTransactionCommand` to one producer of
+//!   the group ([`crate::transaction`]; the brokers' requests reach it through
+//!   [`Backend::serve_inbound`], given when the service is made). Thread stacks and message
+//!   verification are not asked for.
+//! - Heartbeat / NotifyClientTermination: answered by the client type its settings named. A
+//!   producer (settings, heartbeat) produces for the groups named as its topics; as Apache's
+//!   cluster mode, the proxy registers the transactional ones with their brokers (HEART_BEAT,
+//!   for the check-backs) and unregisters a group whose last producer terminated or lost its
+//!   stream (UNREGISTER_CLIENT).
 //! - SendMessage: each message converted ([`crate::convert`]), checked against the topic's
 //!   type, sent to the chosen queue's master with SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for
-//!   several), the answer mapped to result entries.
+//!   several), the answer mapped to result entries. A transactional message is a half
+//!   message; where it went is recorded for its EndTransaction.
+//! - EndTransaction: commit or rollback at the broker that holds the half message
+//!   ([`crate::transaction`]).
 //!
 //! Every other rpc answers `NOT_IMPLEMENTED` in its response's status (the protocol's way,
-//! the gRPC call itself succeeds), never a pretended success. So do transactional messages,
-//! whose half messages nobody could end yet.
+//! the gRPC call itself succeeds), never a pretended success.
 //!
 //! Failures of a call are in the response's status ([`Refusal`]); only a malformed telemetry
 //! stream ends with a gRPC error, as Apache's does.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
@@ -33,7 +40,7 @@ use tonic::codegen::tokio_stream::{self, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, info, warn};
 
-use crate::backend::{Backend, Target};
+use crate::backend::{Backend, Inbound, Target};
 use crate::config::ProxyConfig;
 use crate::convert::{self, Limits, Outgoing};
 use crate::metadata::{TopicMessageType, TopicTypes};
@@ -42,6 +49,7 @@ use crate::pb::{self, ClientType, Code, settings::PubSub, telemetry_command::Com
 use crate::route::Routes;
 use crate::settings::{self, ClientSettings};
 use crate::status::{self, Refusal};
+use crate::transaction::Transactions;
 
 /// The `x-mq-client-id` header: who a call is from.
 pub const CLIENT_ID: &str = "x-mq-client-id";
@@ -141,6 +149,8 @@ struct Shared<B> {
     clients: ClientSettings,
     /// Each client's open telemetry stream: where server commands to it go.
     telemetry: Mutex<HashMap<String, mpsc::Sender<Result<pb::TelemetryCommand, Status>>>>,
+    /// Half messages, transactional producer groups, check-backs.
+    transactions: Arc<Transactions<B>>,
     config: ProxyConfig,
     limits: Limits,
     /// The port clients reach this proxy on, put in QueryRoute's endpoints.
@@ -153,18 +163,28 @@ impl<B: Backend> MessagingProxy<B> {
     pub fn new(backend: B, config: ProxyConfig, port: u16) -> Self {
         let backend = Arc::new(backend);
         let routes = Arc::new(Routes::new(Arc::clone(&backend)));
-        MessagingProxy {
-            shared: Arc::new(Shared {
-                types: TopicTypes::new(Arc::clone(&backend), Arc::clone(&routes)),
-                backend,
-                routes,
-                clients: ClientSettings::new(),
-                telemetry: Mutex::new(HashMap::new()),
-                limits: config.limits(),
-                config,
-                port,
-            }),
-        }
+        let transactions = Arc::new(Transactions::new(
+            Arc::clone(&backend),
+            Arc::clone(&routes),
+            &config,
+        ));
+        Transactions::start(&transactions);
+        let shared = Arc::new(Shared {
+            types: TopicTypes::new(Arc::clone(&backend), Arc::clone(&routes)),
+            backend,
+            routes,
+            clients: ClientSettings::new(),
+            telemetry: Mutex::new(HashMap::new()),
+            transactions,
+            limits: config.limits(),
+            config,
+            port,
+        });
+        // The brokers' check-backs come through the backend.
+        shared.backend.serve_inbound(Arc::new(CheckBacks {
+            shared: Arc::downgrade(&shared),
+        }));
+        MessagingProxy { shared }
     }
 
     /// Clients that reported their settings and did not terminate.
@@ -184,6 +204,9 @@ impl<B: Backend> Shared<B> {
         let mut streams = self.telemetry.lock();
         if streams.get(client_id).is_some_and(|s| s.same_channel(out)) {
             streams.remove(client_id);
+            drop(streams);
+            // Without a stream it cannot be asked about a transaction.
+            self.transactions.unregister_client(client_id);
         }
     }
 
@@ -215,7 +238,11 @@ impl<B: Backend> Shared<B> {
             ));
         };
         match settings.client_type() {
-            ClientType::Producer => Ok(()),
+            ClientType::Producer => {
+                self.transactions
+                    .register_producer(id, published_topics(&settings));
+                Ok(())
+            }
             ClientType::PushConsumer | ClientType::SimpleConsumer => {
                 check_group(request.group.as_ref()).map(|_| ())
             }
@@ -240,7 +267,10 @@ impl<B: Backend> Shared<B> {
             ));
         };
         match settings.client_type() {
-            ClientType::Producer => Ok(()),
+            ClientType::Producer => {
+                self.transactions.unregister_client(id);
+                Ok(())
+            }
             ClientType::PushConsumer | ClientType::SimpleConsumer => {
                 check_group(request.group.as_ref()).map(|_| ())
             }
@@ -282,9 +312,6 @@ impl<B: Backend> Shared<B> {
             )?);
         }
         let kind = messages[0].kind();
-        if kind == TopicMessageType::Transaction {
-            return Err(Refusal::not_implemented("sending transactional messages"));
-        }
         let route = self.routes.get(&topic).await?;
         let retry_or_dlq = topic.starts_with(system::RETRY_GROUP_TOPIC_PREFIX)
             || topic.starts_with(system::DLQ_GROUP_TOPIC_PREFIX);
@@ -319,7 +346,23 @@ impl<B: Backend> Shared<B> {
                 return Err(e.into());
             }
         };
-        convert::send_results(&messages, &response)
+        let entries = convert::send_results(&messages, &response)?;
+        if kind == TopicMessageType::Transaction {
+            // The producer group is the topic.
+            self.transactions
+                .record_sent(&topic, &queue.addr, &topic, &response, &entries);
+        }
+        Ok(entries)
+    }
+
+    async fn end_transaction(
+        &self,
+        caller: &Caller,
+        request: &pb::EndTransactionRequest,
+    ) -> Result<(), Refusal> {
+        caller.require_id()?;
+        let topic = check_topic(request.topic.as_ref())?;
+        self.transactions.end(topic, request).await
     }
 
     /// Handles one command of `client_id`'s telemetry stream; an error ends the stream.
@@ -350,6 +393,10 @@ impl<B: Backend> Shared<B> {
                 let first = self.clients.get(id).is_none();
                 self.clients.update(id, reported.clone());
                 self.telemetry.lock().insert(id.to_owned(), out.clone());
+                if reported.client_type() == ClientType::Producer {
+                    self.transactions
+                        .register_producer(id, published_topics(&reported));
+                }
                 if first {
                     info!(
                         client = id,
@@ -548,10 +595,27 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
 
     async fn end_transaction(
         &self,
-        _: Request<pb::EndTransactionRequest>,
+        request: Request<pb::EndTransactionRequest>,
     ) -> Reply<pb::EndTransactionResponse> {
+        let caller = Caller::of(&request);
+        let status = match self
+            .shared
+            .end_transaction(&caller, request.get_ref())
+            .await
+        {
+            Ok(()) => status::ok(),
+            Err(r) => {
+                debug!(
+                    client = caller.client_id,
+                    code = r.code.as_str_name(),
+                    message = r.message,
+                    "end transaction refused"
+                );
+                r.status()
+            }
+        };
         Ok(Response::new(pb::EndTransactionResponse {
-            status: not_implemented("EndTransaction"),
+            status: Some(status),
         }))
     }
 
@@ -639,6 +703,40 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
         Ok(Response::new(pb::SyncLiteSubscriptionResponse {
             status: not_implemented("SyncLiteSubscription"),
         }))
+    }
+}
+
+/// The topics a producer's settings publish: its producer groups.
+fn published_topics(settings: &pb::Settings) -> impl Iterator<Item = &str> {
+    let topics = match &settings.pub_sub {
+        Some(PubSub::Publishing(p)) => p.topics.as_slice(),
+        _ => &[],
+    };
+    topics.iter().map(|t| t.name.as_str())
+}
+
+/// Where the brokers' unasked requests go: their transaction checks, to a producer's
+/// telemetry stream. Holds the service weakly (the backend that holds this is the service's).
+#[derive(Debug)]
+struct CheckBacks<B> {
+    shared: Weak<Shared<B>>,
+}
+
+impl<B: Backend> Inbound for CheckBacks<B> {
+    fn on_request(&self, broker: &str, request: remoting::RemotingCommand) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        if request.code() != i32::from(remoting::RequestCode::CheckTransactionState) {
+            debug!(
+                broker,
+                code = request.code(),
+                "request from a broker ignored"
+            );
+            return;
+        }
+        let stream_of = |client: &str| shared.telemetry.lock().get(client).cloned();
+        shared.transactions.on_check(broker, &request, &stream_of);
     }
 }
 

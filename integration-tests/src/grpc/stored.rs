@@ -203,6 +203,7 @@ pub fn check_stored(case: &str, run: &CaseRun, stored: &[Stored]) -> Result<(), 
             }
             3
         }
+        "transaction" => return check_transaction(run, stored),
         other => return Err(format!("no stored expectations for case {other}")),
     };
     if stored.len() != count {
@@ -210,6 +211,62 @@ pub fn check_stored(case: &str, run: &CaseRun, stored: &[Stored]) -> Result<(), 
     }
     if run.sent.len() != count {
         return Err(format!("{} messages sent, not {count}", run.sent.len()));
+    }
+    Ok(())
+}
+
+/// The transaction case: what the broker made visible in the topic once the transactions
+/// ended. Committed by the client (`tx-0`, `tx-3`): once. Committed by a check-back (`tx-2`,
+/// `tx-5`: the program answers COMMIT for them): at least once (a second check round may
+/// commit a copy again before the first answer is in, as on Apache). Rolled back (`tx-1`,
+/// `tx-4`): never. Each under the id its send answered, marked `TRAN_MSG`, with the topic as
+/// its producer group; and the program was asked about both open ones.
+fn check_transaction(run: &CaseRun, stored: &[Stored]) -> Result<(), String> {
+    if run.sent.len() != 6 {
+        return Err(format!("{} messages sent, not 6", run.sent.len()));
+    }
+    for i in 0..6 {
+        let body = format!("tx-{i}");
+        let copies: Vec<&Stored> = stored.iter().filter(|s| s.body == body).collect();
+        let want_ok = match i % 3 {
+            0 => copies.len() == 1,
+            1 => copies.is_empty(),
+            _ => !copies.is_empty(),
+        };
+        if !want_ok {
+            return Err(format!(
+                "{body} ({:?}) stored {} times",
+                run.sent
+                    .iter()
+                    .find(|s| s.index == i)
+                    .and_then(|s| s.tx.as_deref()),
+                copies.len()
+            ));
+        }
+        for s in copies {
+            let id = run.sent_id(i)?;
+            for (key, want) in [("UNIQ_KEY", id), ("TRAN_MSG", "true")] {
+                if s.property(key) != Some(want) {
+                    return Err(format!(
+                        "{body}: {key} is {:?}, not {want:?}",
+                        s.property(key)
+                    ));
+                }
+            }
+            if s.property("PGROUP").is_none() {
+                return Err(format!("{body}: no PGROUP"));
+            }
+        }
+    }
+    let checked: std::collections::BTreeSet<&str> = run
+        .events("CHECK")
+        .iter()
+        .map(|e| e.body.as_str())
+        .collect();
+    for open in ["tx-2", "tx-5"] {
+        if !checked.contains(open) {
+            return Err(format!("{open} never checked back (checked: {checked:?})"));
+        }
     }
     Ok(())
 }
