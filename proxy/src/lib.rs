@@ -31,6 +31,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod consume;
 pub mod convert;
 pub mod metadata;
 pub mod pb;
