@@ -164,7 +164,10 @@ fn ms_of(d: Duration) -> i64 {
 fn overall<'a>(codes: impl Iterator<Item = &'a pb::Status>, what: &str) -> pb::Status {
     let set: BTreeSet<i32> = codes.map(|s| s.code).collect();
     let code = match set.len() {
-        0 => return Refusal::new(Code::InternalServerError, format!("{what} result is empty")).status(),
+        0 => {
+            return Refusal::new(Code::InternalServerError, format!("{what} result is empty"))
+                .status();
+        }
         1 => set
             .first()
             .and_then(|c| Code::try_from(*c).ok())
@@ -224,13 +227,12 @@ pub fn polling_time(
             if left >= min {
                 poll = left;
             } else {
-                let code = if client_version.is_empty()
-                    || ILLEGAL_POLLING_TIME_SINCE > client_version
-                {
-                    Code::BadRequest
-                } else {
-                    Code::IllegalPollingTime
-                };
+                let code =
+                    if client_version.is_empty() || ILLEGAL_POLLING_TIME_SINCE > client_version {
+                        Code::BadRequest
+                    } else {
+                        Code::IllegalPollingTime
+                    };
                 return Err(Refusal::new(
                     code,
                     "The deadline time remaining is not enough for polling, please check network condition",
@@ -257,7 +259,10 @@ fn read_brokers(route: &TopicRoute) -> BTreeMap<String, String> {
         else {
             continue;
         };
-        if let Some(addr) = b.master_addr().or_else(|| b.broker_addrs.values().next().map(String::as_str)) {
+        if let Some(addr) = b
+            .master_addr()
+            .or_else(|| b.broker_addrs.values().next().map(String::as_str))
+        {
             out.insert(q.broker_name.clone(), addr.to_owned());
         }
     }
@@ -326,7 +331,11 @@ impl<B: Backend> Consumers<B> {
         }
     }
 
-    async fn read_group(&self, group: &str, topic: &str) -> Result<SubscriptionGroupConfig, Refusal> {
+    async fn read_group(
+        &self,
+        group: &str,
+        topic: &str,
+    ) -> Result<SubscriptionGroupConfig, Refusal> {
         let route = self.routes.get(topic).await?;
         let Some(addr) = route.any_master() else {
             return Err(Refusal::new(Code::Forbidden, "no master of the topic"));
@@ -412,7 +421,11 @@ impl<B: Backend> Consumers<B> {
                 out
             }
             Err(r) => {
-                debug!(code = r.code.as_str_name(), message = r.message, "receive: no messages");
+                debug!(
+                    code = r.code.as_str_name(),
+                    message = r.message,
+                    "receive: no messages"
+                );
                 vec![Content::Status(r.status())]
             }
         };
@@ -501,7 +514,11 @@ impl<B: Backend> Consumers<B> {
         }
         debug!(topic, group, broker = %broker_name, poll, invisible, fifo = policy.fifo, "pop");
         let response = match self
-            .call(addr, RemotingCommand::request_with(RequestCode::PopMessage, &header), timeout)
+            .call(
+                addr,
+                RemotingCommand::request_with(RequestCode::PopMessage, &header),
+                timeout,
+            )
             .await
         {
             Ok(r) => r,
@@ -515,9 +532,9 @@ impl<B: Backend> Consumers<B> {
             Ok(ResponseCode::PollingFull) => {
                 return Err(Refusal::new(Code::TooManyRequests, "polling full"));
             }
-            Ok(
-                ResponseCode::PollingTimeout | ResponseCode::PullNotFound,
-            ) => return Err(Refusal::new(Code::MessageNotFound, "no new message")),
+            Ok(ResponseCode::PollingTimeout | ResponseCode::PullNotFound) => {
+                return Err(Refusal::new(Code::MessageNotFound, "no new message"));
+            }
             _ => return Err(Refusal::from_response(response.code(), response.remark())),
         }
         let popped = popped::decode(&response, &topic, broker_name, policy.fifo, now_ms)?;
@@ -534,7 +551,13 @@ impl<B: Backend> Consumers<B> {
                     .forward_one(&group, &topic, &p.handle, &p.message_id, now_ms)
                     .await;
                 if status.code != Code::Ok as i32 {
-                    warn!(topic, group, id = p.message_id, status = status.message, "forward to the DLQ failed");
+                    warn!(
+                        topic,
+                        group,
+                        id = p.message_id,
+                        status = status.message,
+                        "forward to the DLQ failed"
+                    );
                 }
             } else {
                 out.push(p);
@@ -544,10 +567,19 @@ impl<B: Backend> Consumers<B> {
     }
 
     /// One ACK_MESSAGE of `handle` (`ConsumerProcessor.ackMessage`).
-    async fn ack_one(&self, group: &str, topic: &str, handle: &str, now_ms: i64) -> Result<(), Refusal> {
+    async fn ack_one(
+        &self,
+        group: &str,
+        topic: &str,
+        handle: &str,
+        now_ms: i64,
+    ) -> Result<(), Refusal> {
         let handle = Handle::parse(handle)?;
         if handle.is_expired(now_ms) {
-            return Err(Refusal::new(Code::InvalidReceiptHandle, "receipt handle is expired"));
+            return Err(Refusal::new(
+                Code::InvalidReceiptHandle,
+                "receipt handle is expired",
+            ));
         }
         let addr = self.broker_of(topic, &handle).await?;
         let header = AckMessageRequestHeader {
@@ -558,19 +590,31 @@ impl<B: Backend> Consumers<B> {
             offset: handle.offset,
         };
         let response = self
-            .call(&addr, RemotingCommand::request_with(RequestCode::AckMessage, &header), BROKER_TIMEOUT)
+            .call(
+                &addr,
+                RemotingCommand::request_with(RequestCode::AckMessage, &header),
+                BROKER_TIMEOUT,
+            )
             .await?;
         if response.code() == ResponseCode::Success.code() {
             Ok(())
         } else {
-            Err(Refusal::new(Code::InternalServerError, "ack failed: status is abnormal"))
+            Err(Refusal::new(
+                Code::InternalServerError,
+                "ack failed: status is abnormal",
+            ))
         }
     }
 
     /// AckMessage: each entry acked on its own (Apache's `ackMessageOneByOne`).
-    pub async fn ack(&self, request: &pb::AckMessageRequest, now_ms: i64) -> pb::AckMessageResponse {
+    pub async fn ack(
+        &self,
+        request: &pb::AckMessageRequest,
+        now_ms: i64,
+    ) -> pb::AckMessageResponse {
         let names = crate::service::check_topic(request.topic.as_ref()).and_then(|t| {
-            crate::service::check_group(request.group.as_ref()).map(|g| (t.to_owned(), g.to_owned()))
+            crate::service::check_group(request.group.as_ref())
+                .map(|g| (t.to_owned(), g.to_owned()))
         });
         let (topic, group) = match names {
             Ok(n) => n,
@@ -583,7 +627,10 @@ impl<B: Backend> Consumers<B> {
         };
         let mut entries = Vec::with_capacity(request.entries.len());
         for e in &request.entries {
-            let status = match self.ack_one(&group, &topic, &e.receipt_handle, now_ms).await {
+            let status = match self
+                .ack_one(&group, &topic, &e.receipt_handle, now_ms)
+                .await
+            {
                 Ok(()) => status::ok(),
                 Err(r) => r.status(),
             };
@@ -594,7 +641,10 @@ impl<B: Backend> Consumers<B> {
             });
         }
         pb::AckMessageResponse {
-            status: Some(overall(entries.iter().filter_map(|e| e.status.as_ref()), "ack message")),
+            status: Some(overall(
+                entries.iter().filter_map(|e| e.status.as_ref()),
+                "ack message",
+            )),
             entries,
         }
     }
@@ -617,7 +667,10 @@ impl<B: Backend> Consumers<B> {
         )?;
         let handle = Handle::parse(&request.receipt_handle)?;
         if handle.is_expired(now_ms) {
-            return Err(Refusal::new(Code::InvalidReceiptHandle, "receipt handle is expired"));
+            return Err(Refusal::new(
+                Code::InvalidReceiptHandle,
+                "receipt handle is expired",
+            ));
         }
         let addr = self.broker_of(topic, &handle).await?;
         let real_topic = handle.extra.real_topic(topic, group);
@@ -723,8 +776,14 @@ impl<B: Backend> Consumers<B> {
             Ok(g) => g,
             Err(r) => return r.status(),
         };
-        self.forward_one(group, topic, &request.receipt_handle, &request.message_id, now_ms)
-            .await
+        self.forward_one(
+            group,
+            topic,
+            &request.receipt_handle,
+            &request.message_id,
+            now_ms,
+        )
+        .await
     }
 
     /// QueryAssignment: the queues a PushConsumer receives from, with the proxy's
@@ -742,14 +801,13 @@ impl<B: Backend> Consumers<B> {
         let route = self.routes.get(topic).await?;
         let fifo = self.group_policy(group, topic).await.fifo;
         let resource = request.topic.clone().unwrap_or_default();
-        Ok(assignments(&route, &resource, endpoints, fifo))
-            .and_then(|a| {
-                if a.is_empty() {
-                    Err(Refusal::new(Code::Forbidden, "no readable queue"))
-                } else {
-                    Ok(a)
-                }
-            })
+        Ok(assignments(&route, &resource, endpoints, fifo)).and_then(|a| {
+            if a.is_empty() {
+                Err(Refusal::new(Code::Forbidden, "no readable queue"))
+            } else {
+                Ok(a)
+            }
+        })
     }
 }
 
@@ -779,7 +837,11 @@ fn assignments(
             id: 0,
             endpoints: Some(endpoints.clone()),
         };
-        let ids: Vec<i32> = if fifo { (0..q.read_queue_nums).collect() } else { vec![-1] };
+        let ids: Vec<i32> = if fifo {
+            (0..q.read_queue_nums).collect()
+        } else {
+            vec![-1]
+        };
         for id in ids {
             out.push(pb::Assignment {
                 message_queue: Some(pb::MessageQueue {
@@ -822,22 +884,44 @@ mod tests {
             expression: "a > 1".into(),
         }));
         assert_eq!((sql.kind, sql.expression.as_str()), ("SQL92", "a > 1"));
-        assert!(sql.matches(Some("whatever")), "SQL92 is the broker's to judge");
+        assert!(
+            sql.matches(Some("whatever")),
+            "SQL92 is the broker's to judge"
+        );
     }
 
     #[test]
     fn polling_and_invisible_bounds_are_apaches() {
         let c = ProxyConfig::default();
         let p = |req, left, version| polling_time(req, left, 3000, &c, version);
-        assert_eq!(p(Some(30_000), None, "5.0.7"), Ok(20_000), "capped by the max");
-        assert_eq!(p(Some(1_000), None, "5.0.7"), Ok(5_000), "raised to the min");
-        assert_eq!(p(None, Some(13_000), "5.0.7"), Ok(11_500), "deadline less half the timeout");
-        assert_eq!(p(Some(20_000), Some(8_000), "5.0.7"), Ok(8_000), "within the deadline");
+        assert_eq!(
+            p(Some(30_000), None, "5.0.7"),
+            Ok(20_000),
+            "capped by the max"
+        );
+        assert_eq!(
+            p(Some(1_000), None, "5.0.7"),
+            Ok(5_000),
+            "raised to the min"
+        );
+        assert_eq!(
+            p(None, Some(13_000), "5.0.7"),
+            Ok(11_500),
+            "deadline less half the timeout"
+        );
+        assert_eq!(
+            p(Some(20_000), Some(8_000), "5.0.7"),
+            Ok(8_000),
+            "within the deadline"
+        );
         assert_eq!(
             p(Some(20_000), Some(4_000), "5.0.7").unwrap_err().code,
             Code::IllegalPollingTime
         );
-        assert_eq!(p(Some(20_000), Some(4_000), "5.0.2").unwrap_err().code, Code::BadRequest);
+        assert_eq!(
+            p(Some(20_000), Some(4_000), "5.0.2").unwrap_err().code,
+            Code::BadRequest
+        );
 
         assert_eq!(check_invisible(10_000, 10_000, 43_200_000), Ok(10_000));
         assert_eq!(
@@ -848,7 +932,11 @@ mod tests {
             check_invisible(43_200_001, 0, 43_200_000).unwrap_err().code,
             Code::IllegalInvisibleTime
         );
-        assert_eq!(check_invisible(43_200_001, 0, 0), Ok(43_200_001), "0: no max");
+        assert_eq!(
+            check_invisible(43_200_001, 0, 0),
+            Ok(43_200_001),
+            "0: no max"
+        );
     }
 
     #[test]
@@ -884,8 +972,18 @@ mod tests {
             ..BrokerData::default()
         };
         TopicRoute::new(TopicRouteData {
-            queue_datas: vec![queues("a", 6), queues("b", 2), queues("c", 4), queues("d", 6)],
-            broker_datas: vec![broker("a", 0), broker("b", 0), broker("c", 0), broker("d", 1)],
+            queue_datas: vec![
+                queues("a", 6),
+                queues("b", 2),
+                queues("c", 4),
+                queues("d", 6),
+            ],
+            broker_datas: vec![
+                broker("a", 0),
+                broker("b", 0),
+                broker("c", 0),
+                broker("d", 1),
+            ],
             ..TopicRouteData::default()
         })
     }
@@ -897,13 +995,14 @@ mod tests {
             name: "T".into(),
         };
         let endpoints = pb::Endpoints::default();
-        let got: Vec<(String, i32, pb::Permission)> = assignments(&route(), &topic, &endpoints, false)
-            .into_iter()
-            .map(|a| {
-                let q = a.message_queue.unwrap();
-                (q.broker.clone().unwrap().name, q.id, q.permission())
-            })
-            .collect();
+        let got: Vec<(String, i32, pb::Permission)> =
+            assignments(&route(), &topic, &endpoints, false)
+                .into_iter()
+                .map(|a| {
+                    let q = a.message_queue.unwrap();
+                    (q.broker.clone().unwrap().name, q.id, q.permission())
+                })
+                .collect();
         // b is write-only, d has no master.
         assert_eq!(
             got,
@@ -913,7 +1012,10 @@ mod tests {
             ]
         );
         let fifo = assignments(&route(), &topic, &endpoints, true);
-        let ids: Vec<i32> = fifo.iter().map(|a| a.message_queue.as_ref().unwrap().id).collect();
+        let ids: Vec<i32> = fifo
+            .iter()
+            .map(|a| a.message_queue.as_ref().unwrap().id)
+            .collect();
         assert_eq!(ids, [0, 1, 0, 1]);
 
         let brokers = read_brokers(&route());

@@ -11,8 +11,9 @@
 //!
 //! The semantics (what a gRPC call becomes in remoting commands, and back) are written once,
 //! above the seam; only the transport differs. Served so far: the sending side (QueryRoute,
-//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination); every other rpc
-//! answers NOT_IMPLEMENTED.
+//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination) and the consuming side
+//! over POP (ReceiveMessage, AckMessage, ChangeInvisibleDuration,
+//! ForwardMessageToDeadLetterQueue, QueryAssignment); every other rpc answers NOT_IMPLEMENTED.
 //!
 //! Layout:
 //! - [`pb`]: the `apache.rocketmq.v2` messages (prost) and the `MessagingService` server and
@@ -23,6 +24,8 @@
 //! - [`metadata`]: a topic's `message.type`, read from a broker, cached; the type check.
 //! - [`convert`]: gRPC messages to RocketMQ properties and send requests, send responses to
 //!   result entries, routes to QueryRoute's queues.
+//! - [`consume`]: receiving over POP: ReceiveMessage, acks, invisible time, the DLQ,
+//!   assignments; popped messages as the SDKs receive them; a group's FIFO flag and attempts.
 //! - [`settings`]: the clients' telemetry settings and the server's answer.
 //! - [`status`]: failures as the protocol reports them ([`Refusal`]), code mappings.
 //! - [`service`]: the tonic service ([`MessagingProxy`]).

@@ -1,11 +1,12 @@
-//! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: the sending side of
-//! RocketMQ 5's gRPC protocol, as Apache's proxy serves it.
+//! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: RocketMQ 5's gRPC
+//! protocol, as Apache's proxy serves it.
 //!
 //! - QueryRoute: the topic's queues from the name server, each broker's endpoints replaced by
 //!   the proxy's own (the client keeps talking to the proxy), the accepted message types from
 //!   the topic's `message.type`.
 //! - Telemetry: the client's settings are kept and answered with the server's
-//!   ([`crate::settings`]); the stream stays open for the commands the server will send
+//!   ([`crate::settings`]; a consumer's FIFO flag and attempts from its group:
+//!   [`crate::consume`]); the stream stays open for the commands the server will send
 //!   (orphaned-transaction checks, thread stacks, message verification: later slices).
 //! - Heartbeat / NotifyClientTermination: answered by the client type its settings named.
 //!   In cluster mode Apache registers only transactional producers with the brokers (their
@@ -13,6 +14,10 @@
 //! - SendMessage: each message converted ([`crate::convert`]), checked against the topic's
 //!   type, sent to the chosen queue's master with SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for
 //!   several), the answer mapped to result entries.
+//! - ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
+//!   QueryAssignment: delegated to [`crate::consume`] (POP_MESSAGE, ACK_MESSAGE,
+//!   CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK; assignments from the route).
+//!   Consumers are registered with no broker: POP needs no consumer heartbeat.
 //!
 //! Every other rpc answers `NOT_IMPLEMENTED` in its response's status (the protocol's way,
 //! the gRPC call itself succeeds), never a pretended success. So do transactional messages,
@@ -158,7 +163,11 @@ impl<B: Backend> MessagingProxy<B> {
         MessagingProxy {
             shared: Arc::new(Shared {
                 types: TopicTypes::new(Arc::clone(&backend), Arc::clone(&routes)),
-                consumers: Consumers::new(Arc::clone(&backend), Arc::clone(&routes), config.clone()),
+                consumers: Consumers::new(
+                    Arc::clone(&backend),
+                    Arc::clone(&routes),
+                    config.clone(),
+                ),
                 backend,
                 routes,
                 clients: ClientSettings::new(),

@@ -320,12 +320,14 @@ impl BrokerProcess {
     pub fn create_group(&self, group: &str, orderly: bool) {
         let mut config = remoting::protocol::subscription::SubscriptionGroupConfig::new(group);
         config.consume_message_orderly = orderly;
-        let body = serde_json::to_vec(&config)
-            .unwrap_or_else(|e| panic!("encode group {group}: {e}"));
+        let body =
+            serde_json::to_vec(&config).unwrap_or_else(|e| panic!("encode group {group}: {e}"));
         let response = try_request(
             &self.addr(),
-            remoting::RemotingCommand::request(remoting::RequestCode::UpdateAndCreateSubscriptiongroup)
-                .with_body(body),
+            remoting::RemotingCommand::request(
+                remoting::RequestCode::UpdateAndCreateSubscriptiongroup,
+            )
+            .with_body(body),
         )
         .unwrap_or_else(|e| panic!("create group {group}: {e}"));
         assert_eq!(

@@ -119,7 +119,9 @@ pub fn decode(
             format!("unreadable pop response of {broker_name}: {why}"),
         )
     };
-    let h: PopMessageResponseHeader = response.decode_header().map_err(|e| broken(e.to_string()))?;
+    let h: PopMessageResponseHeader = response
+        .decode_header()
+        .map_err(|e| broken(e.to_string()))?;
     let starts = parse_start_offset_info(h.start_offset_info.as_deref().unwrap_or(""))
         .map_err(|e| broken(e.to_string()))?;
     let msgs = parse_msg_offset_info(h.msg_offset_info.as_deref().unwrap_or(""))
@@ -146,7 +148,9 @@ pub fn decode(
             None => {
                 let key = offset_info_key(flag, m.queue_id);
                 if !msgs.get(&key).is_some_and(|o| o.contains(&offset)) {
-                    return Err(broken(format!("offset {offset} not in msgOffsetInfo {key}")));
+                    return Err(broken(format!(
+                        "offset {offset} not in msgOffsetInfo {key}"
+                    )));
                 }
                 ExtraInfo {
                     ck_queue_offset: *starts
@@ -200,7 +204,14 @@ pub fn decode(
                 },
                 str::to_owned,
             );
-        let message = to_message(&stored, &message_id, &handle, &extra, reconsume_times, now_ms);
+        let message = to_message(
+            &stored,
+            &message_id,
+            &handle,
+            &extra,
+            reconsume_times,
+            now_ms,
+        );
         out.push(Popped {
             handle,
             extra,
@@ -271,8 +282,7 @@ fn to_message(
     } else {
         MessageType::Normal
     };
-    let delivery_timestamp = match prop(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok())
-    {
+    let delivery_timestamp = match prop(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok()) {
         Some(sec) => Some(timestamp(now_ms.saturating_add(sec.saturating_mul(1000)))),
         None => prop(keys::TIMER_DELIVER_MS)
             .and_then(|s| s.parse().ok())
@@ -406,7 +416,13 @@ mod tests {
             &[
                 record("T", 3, 7, props, 0),
                 record("T", 3, 8, "TIMER_DELIVER_MS\u{1}1700000009000\u{2}", 0),
-                record(retry, 0, 2, "UNIQ_KEY\u{1}02\u{2}__SHARDINGKEY\u{1}g\u{2}", 1),
+                record(
+                    retry,
+                    0,
+                    2,
+                    "UNIQ_KEY\u{1}02\u{2}__SHARDINGKEY\u{1}g\u{2}",
+                    1,
+                ),
             ],
         );
         let got = decode(&r, "T", "broker-a", false, NOW).unwrap();
@@ -414,11 +430,13 @@ mod tests {
 
         let first = &got[0];
         assert_eq!(
-            first.handle,
-            "7 1700000050000 30000 2 0 broker-a 3 7 1007",
+            first.handle, "7 1700000050000 30000 2 0 broker-a 3 7 1007",
             "extraInfo from the offset lists, then the commit log offset"
         );
-        assert_eq!(Handle::parse(&first.handle).unwrap().commit_log_offset, 1007);
+        assert_eq!(
+            Handle::parse(&first.handle).unwrap().commit_log_offset,
+            1007
+        );
         let m = &first.message;
         let s = m.system_properties.as_ref().unwrap();
         assert_eq!(m.topic.as_ref().unwrap().name, "T");
@@ -428,7 +446,11 @@ mod tests {
             Some("3"),
             "user properties kept"
         );
-        assert_eq!(m.user_properties.len(), 1, "RocketMQ's own are not user properties");
+        assert_eq!(
+            m.user_properties.len(),
+            1,
+            "RocketMQ's own are not user properties"
+        );
         assert_eq!(s.tag.as_deref(), Some("TagA"));
         assert_eq!(s.keys, ["k1", "k2"]);
         assert_eq!(s.message_id, "01AB");
@@ -444,14 +466,16 @@ mod tests {
         assert_eq!(s.invisible_duration.as_ref().unwrap().seconds, 30);
         let digest = s.body_digest.as_ref().unwrap();
         assert_eq!(
-            digest.checksum,
-            "AAF4C61DDCC5E8A2DABEDE0F3B482CD9AEA9434D",
+            digest.checksum, "AAF4C61DDCC5E8A2DABEDE0F3B482CD9AEA9434D",
             "SHA-1 of hello"
         );
 
         let delay = got[1].message.system_properties.as_ref().unwrap();
         assert_eq!(delay.message_type(), MessageType::Delay);
-        assert_eq!(delay.delivery_timestamp.as_ref().unwrap().seconds, 1_700_000_009);
+        assert_eq!(
+            delay.delivery_timestamp.as_ref().unwrap().seconds,
+            1_700_000_009
+        );
         assert_eq!(got[1].handle, "7 1700000050000 30000 2 0 broker-a 3 8 1008");
         // No UNIQ_KEY: the offset message id of the store host and commit log offset.
         assert_eq!(delay.message_id, "7F00000100002A9F00000000000003F0");
@@ -460,7 +484,10 @@ mod tests {
         let retried = &got[2];
         assert_eq!(retried.message.topic.as_ref().unwrap().name, "T");
         assert_eq!(retried.extra.retry, RetryFlag::V2);
-        assert_eq!(retried.handle, "0 1700000050000 30000 2 2 broker-a 0 2 1002");
+        assert_eq!(
+            retried.handle,
+            "0 1700000050000 30000 2 2 broker-a 0 2 1002"
+        );
         let s = retried.message.system_properties.as_ref().unwrap();
         assert_eq!(s.delivery_attempt, Some(2));
         assert_eq!(s.message_group.as_deref(), Some("g"));
@@ -477,9 +504,17 @@ mod tests {
         let r = response(&h, &[record("T", 1, 6, &props, 0)]);
         let got = decode(&r, "T", "broker-b", true, NOW).unwrap();
         assert_eq!(got[0].handle, format!("{ck} 1006"));
-        assert_eq!(got[0].reconsume_times, 2, "orderCountInfo wins in a FIFO pop");
         assert_eq!(
-            got[0].message.system_properties.as_ref().unwrap().delivery_attempt,
+            got[0].reconsume_times, 2,
+            "orderCountInfo wins in a FIFO pop"
+        );
+        assert_eq!(
+            got[0]
+                .message
+                .system_properties
+                .as_ref()
+                .unwrap()
+                .delivery_attempt,
             Some(3)
         );
         // Not a FIFO pop: the record's count.
