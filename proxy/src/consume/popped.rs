@@ -497,7 +497,8 @@ mod tests {
     #[test]
     fn broker_pop_ck_and_fifo_counts() {
         let ck = "5 1700000040000 60000 999 0 broker-b 1 6";
-        let props = format!("POP_CK\u{1}{ck}\u{2}UNIQ_KEY\u{1}03\u{2}");
+        let props =
+            format!("POP_CK\u{1}{ck}\u{2}UNIQ_KEY\u{1}03\u{2}_SYS_MSG_PRIORITY_\u{1}2\u{2}");
         let mut h = header(Some("0 qo1%6 2;0 1 1"));
         h.start_offset_info = Some("0 1 5".into());
         h.msg_offset_info = Some("0 1 6".into());
@@ -516,6 +517,11 @@ mod tests {
                 .unwrap()
                 .delivery_attempt,
             Some(3)
+        );
+        let s = got[0].message.system_properties.as_ref().unwrap();
+        assert_eq!(
+            (s.priority, s.message_type()),
+            (Some(2), MessageType::Priority)
         );
         // Not a FIFO pop: the record's count.
         let got = decode(&r, "T", "broker-b", false, NOW).unwrap();
