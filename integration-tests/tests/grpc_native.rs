@@ -3,26 +3,25 @@
 //! (`rocketmq-client-java`), Go (`golang/v5`) and Python (`rocketmq-python-client`) — with the
 //! case programs tests/grpc_proxy.rs runs through Apache's proxy (`integration-tests/grpc/`).
 //!
-//! mqproxy serves the sending side so far (QueryRoute, Telemetry settings, Heartbeat,
-//! SendMessage, NotifyClientTermination) and transactions (EndTransaction, check-backs over
-//! Telemetry). So the cases that send and then consume (`normal`, `fifo`, `delay`) run
+//! `native::<case>_<sdk>`: the cases that send and then consume (`normal`, `fifo`, `delay`) run
 //! send-only (`--consume no`) and the test reads back what the broker stored, over remoting:
 //! each message once under the id the send answered, its tag, keys, property and message group
 //! as sent, a message group's messages in one queue in order, a delay message visible from its
-//! delivery time on (`native::<case>_<sdk>`). So does `transaction`: its program still ends
-//! the transactions and answers the check-backs, and the test reads back the committed ones
-//! (once; the check-back's at least once), none of the rolled-back ones, and the CHECK lines
-//! of the two left open. The broker and mqproxy get tests/grpc_proxy.rs's settings (a
-//! check-back round every 2 s, the groups registered every 2 s).
+//! delivery time on. So does `transaction`: its program still ends the transactions and
+//! answers the check-backs, and the test reads back the committed ones (once; the check-back's
+//! at least once), none of the rolled-back ones, and the CHECK lines of the two left open. The
+//! broker and mqproxy get tests/grpc_proxy.rs's settings (a check-back round every 2 s, the
+//! groups registered every 2 s, long polls held at most 5 s).
 //!
 //! `apache::<case>_<sdk>` runs the same send-only case through Apache's proxy 5.3.3 in front of
 //! the same cluster (needs Java and Maven too), checks it the same way, and compares the
 //! stored properties with what mqproxy stored for the same case and SDK (values that differ by
 //! nature masked: ids, times, addresses): the reference for what the proxy writes.
 //!
-//! The full cases (`received::<case>_<sdk>`: receive, ack, transactions, push) need what
-//! later slices bring and are ignored, with the reason printed; `--ignored` runs them (they
-//! fail today). Test names are `<kind>::<case>_<sdk>`; one system (name server, broker,
+//! `received::<case>_<sdk>`: the whole case, consuming too (ReceiveMessage, AckMessage,
+//! ChangeInvisibleDuration, QueryAssignment over POP), judged as tests/grpc_proxy.rs judges
+//! it through Apache's proxy: `normal`, `fifo` (its group orderly), `delay`, `simple`, `push`,
+//! `transaction`. Test names are `<kind>::<case>_<sdk>`; one system (name server, broker,
 //! mqproxy; Apache's proxy when first needed) serves every trial, which run one at a time.
 //! Its own `main` (libtest-mimic): the usual filters, `--ignored`, `--list`.
 
@@ -74,17 +73,6 @@ const PROXY_SETTINGS: [(&str, &str); 2] = [
 /// case (its program ends the transactions and answers the check-backs without consuming).
 const NATIVE_CASES: [&str; 4] = ["normal", "fifo", "delay", "transaction"];
 
-/// Why the full cases are not run yet.
-fn not_yet(case: &str) -> &'static str {
-    match case {
-        "transaction" => {
-            "needs ReceiveMessage and AckMessage (POP; a later slice); ending transactions and the check-back run in native::transaction_*"
-        }
-        "push" => "needs QueryAssignment, ReceiveMessage and AckMessage (POP; a later slice)",
-        _ => "needs ReceiveMessage, AckMessage and ChangeInvisibleDuration (POP; a later slice)",
-    }
-}
-
 /// How many messages a send case sends.
 fn sent_count(case: &str) -> usize {
     match case {
@@ -93,6 +81,17 @@ fn sent_count(case: &str) -> usize {
         // The committed ones.
         "transaction" => 4,
         _ => 3,
+    }
+}
+
+/// The topic of a full case: a send-only case's own, apart from its send-only run's (a new POP
+/// group starts at a queue's first message when that is still in memory, as RocketMQ's
+/// `initPopOffsetByCheckMsgInMem`: it would receive the send-only run's messages too).
+fn received_topic(case: &str, sdk: Sdk) -> String {
+    if NATIVE_CASES.contains(&case) {
+        format!("{}_received", topic(case, sdk))
+    } else {
+        topic(case, sdk)
     }
 }
 
@@ -122,6 +121,12 @@ impl System {
                 broker.create_topic_with_attributes(&topic(case, sdk), QUEUES, &attr);
                 if SEND_CASES.contains(&case) {
                     broker.create_topic_with_attributes(&apache_topic(case, sdk), QUEUES, &attr);
+                }
+                if NATIVE_CASES.contains(&case) {
+                    broker.create_topic_with_attributes(&received_topic(case, sdk), QUEUES, &attr);
+                }
+                if case == "fifo" {
+                    broker.create_group(&group(case, sdk), true);
                 }
             }
         }
@@ -335,7 +340,7 @@ fn compare(case: &str, ours: &[Stored], theirs: &[Stored]) -> Result<(), String>
     }
 }
 
-/// `received::<case>_<sdk>`: the whole case, consuming too (ignored: later slices).
+/// `received::<case>_<sdk>`: the whole case, consuming too.
 fn received(case: &'static str, sdk: Sdk) -> Result<(), Failed> {
     if !tools::available(sdk.tools()) {
         return Ok(());
@@ -350,7 +355,7 @@ fn received(case: &'static str, sdk: Sdk) -> Result<(), Failed> {
         case,
         sdk,
         &system.proxy.grpc_endpoint(),
-        &topic(case, sdk),
+        &received_topic(case, sdk),
         options,
         &log,
     )?;
@@ -382,23 +387,14 @@ fn main() {
     }
     for case in CASES {
         for sdk in Sdk::ALL {
-            trials.push(
-                Trial::test(format!("received::{case}_{}", sdk.name()), move || {
-                    received(case, sdk)
-                })
-                .with_ignored_flag(true),
-            );
+            trials.push(Trial::test(
+                format!("received::{case}_{}", sdk.name()),
+                move || received(case, sdk),
+            ));
         }
     }
-    let listing = args.list;
     let conclusion = libtest_mimic::run(&args, trials);
     drop(APACHE.lock().unwrap_or_else(PoisonError::into_inner).take());
     drop(SYSTEM.lock().unwrap_or_else(PoisonError::into_inner).take());
-    if !listing {
-        eprintln!("grpc_native: not run (ignored) until later slices:");
-        for case in CASES {
-            eprintln!("  received::{case}_*: {}", not_yet(case));
-        }
-    }
     conclusion.exit();
 }

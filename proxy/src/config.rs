@@ -51,8 +51,19 @@ pub struct ProxyConfig {
     pub grpc_client_producer_backoff_multiplier: u32,
     /// `grpcClientConsumerMaxLongPollingTimeoutMillis`: a consumer's long poll, ms (20 000).
     pub grpc_client_consumer_max_long_polling_timeout_millis: u64,
+    /// `grpcClientConsumerMinLongPollingTimeoutMillis`: the shortest long poll of a receive,
+    /// ms (5000).
+    pub grpc_client_consumer_min_long_polling_timeout_millis: u64,
     /// `grpcClientConsumerLongPollingBatchSize`: a consumer's receive batch (32).
     pub grpc_client_consumer_long_polling_batch_size: i32,
+    /// `defaultInvisibleTimeMills`: the invisible time of a receive with `auto_renew`, ms
+    /// (60 000).
+    pub default_invisible_time_mills: i64,
+    /// `minInvisibleTimeMillsForRecv`: the shortest invisible time a receive may ask, ms
+    /// (10 000).
+    pub min_invisible_time_mills_for_recv: i64,
+    /// `maxInvisibleTimeMills`: the longest invisible time, ms (12 h; 0: no limit).
+    pub max_invisible_time_mills: i64,
     /// `sendMessageTimeoutMillis` (sluice's): limit of one send to a broker, ms (3000).
     pub send_message_timeout_millis: u64,
     /// `transactionHeartbeatPeriodSecond`: how often the transactional producer groups are
@@ -91,7 +102,11 @@ impl Default for ProxyConfig {
             grpc_client_producer_backoff_max_millis: 1000,
             grpc_client_producer_backoff_multiplier: 2,
             grpc_client_consumer_max_long_polling_timeout_millis: 20_000,
+            grpc_client_consumer_min_long_polling_timeout_millis: 5_000,
             grpc_client_consumer_long_polling_batch_size: 32,
+            default_invisible_time_mills: 60_000,
+            min_invisible_time_mills_for_recv: 10_000,
+            max_invisible_time_mills: 12 * 3600 * 1000,
             send_message_timeout_millis: 3000,
             transaction_heartbeat_period_second: 20,
             transaction_heartbeat_batch_num: 100,

@@ -2,7 +2,9 @@
 //! sys flag and body a broker stores, as Apache's proxy builds them
 //! (`SendMessageActivity.buildMessageProperty`, `ProducerProcessor
 //! .buildSendMessageRequestHeader`); the broker's answer becomes the send's result entries;
-//! a route becomes QueryRoute's queues (`RouteActivity`).
+//! a route becomes QueryRoute's queues (`RouteActivity`); a stored message becomes the gRPC
+//! message a consumer receives or a transaction check carries (`GrpcConverter.buildMessage`,
+//! [`stored_message`]).
 //!
 //! A published message's properties:
 //!
@@ -25,14 +27,17 @@
 //! `body_encoding` GZIP sets the COMPRESSED sys flag, TRANSACTION the prepared one.
 
 use bytes::BytesMut;
+use message::id::hex_upper;
 use message::properties::{self, keys};
-use message::record::sys_flag;
+use message::record::{StoredMessage, sys_flag};
 use remoting::protocol::broker::{SendMessageRequestHeaderV2, SendMessageResponseHeader};
 use remoting::protocol::constants::{perm, system};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
 
 use crate::metadata::TopicMessageType;
-use crate::pb::{self, Code, Encoding, MessageType, Permission};
+use sha1::{Digest as _, Sha1};
+
+use crate::pb::{self, Code, DigestType, Encoding, MessageType, Permission};
 use crate::route::TopicRoute;
 use crate::status::{self, Refusal};
 
@@ -560,6 +565,137 @@ pub fn message_queues(
         }
     }
     out
+}
+
+/// What showing a stored message needs beyond its record.
+#[derive(Debug, Clone, Copy)]
+pub struct Shown<'a> {
+    /// The topic it is shown under (a pop retry topic's message under the consumer's).
+    pub topic: &'a str,
+    /// `UNIQ_KEY`, else the offset message id.
+    pub message_id: &'a str,
+    /// Its receipt handle and invisible time (ms) when it was received; else the handle is
+    /// its `POP_CK` property, as Apache's.
+    pub receipt: Option<(&'a str, i64)>,
+    /// Deliveries before this one.
+    pub reconsume_times: i32,
+}
+
+/// A stored message, of properties `props`, as the gRPC protocol shows it (Apache's
+/// `GrpcConverter.buildMessage`): the user properties are the non-reserved ones, the system
+/// properties come from the record and RocketMQ's properties; `now_ms` the proxy's clock (a
+/// delay in seconds becomes a delivery time from now).
+#[must_use]
+pub fn stored_message(
+    m: &StoredMessage<'_>,
+    props: &str,
+    shown: &Shown<'_>,
+    now_ms: i64,
+) -> pb::Message {
+    let prop = |key: &str| properties::get(props, key);
+    let user_properties = properties::iter(props)
+        .filter(|(k, _)| !keys::RESERVED.contains(k))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect();
+    let message_type = if prop(keys::TRAN_MSG) == Some("true") {
+        MessageType::Transaction
+    } else if prop(keys::DELAY).is_some()
+        || prop(keys::TIMER_DELIVER_MS).is_some()
+        || prop(keys::TIMER_DELAY_SEC).is_some()
+    {
+        MessageType::Delay
+    } else if prop(keys::SHARDING_KEY).is_some() {
+        MessageType::Fifo
+    } else if prop(keys::PRIORITY).is_some() {
+        MessageType::Priority
+    } else {
+        MessageType::Normal
+    };
+    let delivery_timestamp = match prop(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok()) {
+        Some(sec) => Some(timestamp(now_ms.saturating_add(sec.saturating_mul(1000)))),
+        None => prop(keys::TIMER_DELIVER_MS)
+            .and_then(|s| s.parse().ok())
+            .map(timestamp),
+    };
+    let born_host = prop(keys::BORN_HOST)
+        .filter(|h| !h.trim().is_empty())
+        .map_or_else(|| m.born_host.ip().to_string(), str::to_owned);
+    let dead_letter_queue = match (prop("DLQ_ORIGIN_TOPIC"), prop("DLQ_ORIGIN_MESSAGE_ID")) {
+        (Some(topic), Some(id)) => Some(pb::DeadLetterQueue {
+            topic: topic.to_owned(),
+            message_id: id.to_owned(),
+        }),
+        _ => None,
+    };
+    // Apache digests with MD5; SHA-1 is the digest every SDK checks the same way (their CRC32
+    // texts differ in padding) and the one this workspace has.
+    let digest = pb::Digest {
+        r#type: DigestType::Sha1.into(),
+        checksum: hex_upper(&Sha1::digest(m.body)),
+    };
+    let compressed = m.sys_flag & sys_flag::COMPRESSED == sys_flag::COMPRESSED;
+    let (receipt_handle, invisible_duration) = match shown.receipt {
+        Some((handle, invisible_ms)) => (Some(handle.to_owned()), Some(duration(invisible_ms))),
+        None => (prop(keys::POP_CK).map(str::to_owned), None),
+    };
+    pb::Message {
+        topic: Some(pb::Resource {
+            resource_namespace: String::new(),
+            name: shown.topic.to_owned(),
+        }),
+        user_properties,
+        system_properties: Some(pb::SystemProperties {
+            tag: prop(keys::TAGS).map(str::to_owned),
+            keys: prop(keys::KEYS)
+                .map(|k| k.split(' ').map(str::to_owned).collect())
+                .unwrap_or_default(),
+            message_id: shown.message_id.to_owned(),
+            body_digest: Some(digest),
+            // The body as stored: a compressed one is the SDK's to inflate.
+            body_encoding: if compressed {
+                Encoding::Gzip
+            } else {
+                Encoding::Identity
+            }
+            .into(),
+            message_type: message_type.into(),
+            born_timestamp: Some(timestamp(m.born_timestamp)),
+            born_host,
+            store_timestamp: Some(timestamp(m.store_timestamp)),
+            store_host: m.store_host.to_string(),
+            delivery_timestamp,
+            receipt_handle,
+            queue_id: m.queue_id,
+            queue_offset: Some(i64::try_from(m.queue_offset).unwrap_or(i64::MAX)),
+            invisible_duration,
+            delivery_attempt: Some(shown.reconsume_times.saturating_add(1)),
+            message_group: prop(keys::SHARDING_KEY).map(str::to_owned),
+            trace_context: prop(keys::TRACE_CONTEXT).map(str::to_owned),
+            orphaned_transaction_recovery_duration: None,
+            dead_letter_queue,
+            lite_topic: None,
+            priority: prop(keys::PRIORITY).and_then(|p| p.parse().ok()),
+        }),
+        body: m.body.to_vec(),
+    }
+}
+
+/// `ms` since the epoch as a protobuf timestamp.
+#[must_use]
+pub fn timestamp(ms: i64) -> prost_types::Timestamp {
+    prost_types::Timestamp {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
+}
+
+/// `ms` as a protobuf duration.
+#[must_use]
+pub fn duration(ms: i64) -> prost_types::Duration {
+    prost_types::Duration {
+        seconds: ms.div_euclid(1000),
+        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
+    }
 }
 
 #[cfg(test)]

@@ -11,10 +11,11 @@
 //!
 //! The semantics (what a gRPC call becomes in remoting commands, and back) are written once,
 //! above the seam; only the transport differs. Served so far: the sending side (QueryRoute,
-//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination) and transactions
+//! Heartbeat, SendMessage, Telemetry settings, NotifyClientTermination), transactions
 //! (transactional SendMessage, EndTransaction, orphaned-transaction recovery over Telemetry,
-//! the transactional producer groups registered with the brokers); every other rpc answers
-//! NOT_IMPLEMENTED.
+//! the transactional producer groups registered with the brokers) and the consuming side over
+//! POP (ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
+//! QueryAssignment); every other rpc answers NOT_IMPLEMENTED.
 //!
 //! Layout:
 //! - [`pb`]: the `apache.rocketmq.v2` messages (prost) and the `MessagingService` server and
@@ -25,6 +26,8 @@
 //! - [`metadata`]: a topic's `message.type`, read from a broker, cached; the type check.
 //! - [`convert`]: gRPC messages to RocketMQ properties and send requests, send responses to
 //!   result entries, routes to QueryRoute's queues.
+//! - [`consume`]: receiving over POP: ReceiveMessage, acks, invisible time, the DLQ,
+//!   assignments; popped messages as the SDKs receive them; a group's FIFO flag and attempts.
 //! - [`settings`]: the clients' telemetry settings and the server's answer.
 //! - [`status`]: failures as the protocol reports them ([`Refusal`]), code mappings.
 //! - [`transaction`]: half messages' brokers and offsets, EndTransaction, the brokers'
@@ -35,6 +38,7 @@
 
 pub mod backend;
 pub mod config;
+pub mod consume;
 pub mod convert;
 pub mod metadata;
 pub mod pb;

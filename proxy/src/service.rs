@@ -1,11 +1,12 @@
-//! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: the sending side of
-//! RocketMQ 5's gRPC protocol and its transactions, as Apache's proxy serves them.
+//! The `apache.rocketmq.v2.MessagingService` on top of a [`Backend`]: RocketMQ 5's gRPC
+//! protocol, as Apache's proxy serves it.
 //!
 //! - QueryRoute: the topic's queues from the name server, each broker's endpoints replaced by
 //!   the proxy's own (the client keeps talking to the proxy), the accepted message types from
 //!   the topic's `message.type`.
 //! - Telemetry: the client's settings are kept and answered with the server's
-//!   ([`crate::settings`]); the stream stays open for the commands the server sends: a
+//!   ([`crate::settings`]; a consumer's FIFO flag and attempts from its group:
+//!   [`crate::consume`]); the stream stays open for the commands the server sends: a
 //!   broker's transaction check as a `RecoverOrphanedTransactionCommand` to one producer of
 //!   the group ([`crate::transaction`]; the brokers' requests reach it through
 //!   [`Backend::serve_inbound`], given when the service is made). Thread stacks and message
@@ -14,13 +15,17 @@
 //!   producer (settings, heartbeat) produces for the groups named as its topics; as Apache's
 //!   cluster mode, the proxy registers the transactional ones with their brokers (HEART_BEAT,
 //!   for the check-backs) and unregisters a group whose last producer terminated or lost its
-//!   stream (UNREGISTER_CLIENT).
+//!   stream (UNREGISTER_CLIENT). Consumers are registered with no broker: POP needs no
+//!   consumer heartbeat.
 //! - SendMessage: each message converted ([`crate::convert`]), checked against the topic's
 //!   type, sent to the chosen queue's master with SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for
 //!   several), the answer mapped to result entries. A transactional message is a half
 //!   message; where it went is recorded for its EndTransaction.
 //! - EndTransaction: commit or rollback at the broker that holds the half message
 //!   ([`crate::transaction`]).
+//! - ReceiveMessage, AckMessage, ChangeInvisibleDuration, ForwardMessageToDeadLetterQueue,
+//!   QueryAssignment: delegated to [`crate::consume`] (POP_MESSAGE, ACK_MESSAGE,
+//!   CHANGE_MESSAGE_INVISIBLETIME, CONSUMER_SEND_MSG_BACK; assignments from the route).
 //!
 //! Every other rpc answers `NOT_IMPLEMENTED` in its response's status (the protocol's way,
 //! the gRPC call itself succeeds), never a pretended success.
@@ -42,6 +47,7 @@ use tracing::{debug, info, warn};
 
 use crate::backend::{Backend, Inbound, Target};
 use crate::config::ProxyConfig;
+use crate::consume::Consumers;
 use crate::convert::{self, Limits, Outgoing};
 use crate::metadata::{TopicMessageType, TopicTypes};
 use crate::pb::messaging_service_server::MessagingService;
@@ -108,7 +114,7 @@ fn now_ms() -> i64 {
 }
 
 /// ILLEGAL_TOPIC unless `topic` names a topic clients may use.
-fn check_topic(topic: Option<&pb::Resource>) -> Result<&str, Refusal> {
+pub(crate) fn check_topic(topic: Option<&pb::Resource>) -> Result<&str, Refusal> {
     let name = topic.map_or("", |t| t.name.as_str());
     validate_topic(name).map_err(|e| Refusal::new(Code::IllegalTopic, e.to_string()))?;
     if system::is_system_topic(name) {
@@ -121,7 +127,7 @@ fn check_topic(topic: Option<&pb::Resource>) -> Result<&str, Refusal> {
 }
 
 /// ILLEGAL_CONSUMER_GROUP unless `group` names a group clients may use.
-fn check_group(group: Option<&pb::Resource>) -> Result<&str, Refusal> {
+pub(crate) fn check_group(group: Option<&pb::Resource>) -> Result<&str, Refusal> {
     let name = group.map_or("", |g| g.name.as_str());
     validate_group(name).map_err(|e| Refusal::new(Code::IllegalConsumerGroup, e))?;
     if name.starts_with(SYSTEM_GROUP_PREFIX) {
@@ -146,6 +152,7 @@ struct Shared<B> {
     backend: Arc<B>,
     routes: Arc<Routes<B>>,
     types: TopicTypes<B>,
+    consumers: Consumers<B>,
     clients: ClientSettings,
     /// Each client's open telemetry stream: where server commands to it go.
     telemetry: Mutex<HashMap<String, mpsc::Sender<Result<pb::TelemetryCommand, Status>>>>,
@@ -171,6 +178,7 @@ impl<B: Backend> MessagingProxy<B> {
         Transactions::start(&transactions);
         let shared = Arc::new(Shared {
             types: TopicTypes::new(Arc::clone(&backend), Arc::clone(&routes)),
+            consumers: Consumers::new(Arc::clone(&backend), Arc::clone(&routes), config.clone()),
             backend,
             routes,
             clients: ClientSettings::new(),
@@ -366,7 +374,7 @@ impl<B: Backend> Shared<B> {
     }
 
     /// Handles one command of `client_id`'s telemetry stream; an error ends the stream.
-    fn on_telemetry(
+    async fn on_telemetry(
         &self,
         caller: &Caller,
         command: pb::TelemetryCommand,
@@ -406,9 +414,12 @@ impl<B: Backend> Shared<B> {
                         "client settings"
                     );
                 }
+                let mut answer = settings::answer(&reported, &self.config);
+                // A consumer's FIFO flag and attempts are its group's.
+                self.consumers.merge_group(&mut answer).await;
                 Ok(Some(pb::TelemetryCommand {
                     status: Some(status::ok()),
-                    command: Some(Command::Settings(settings::answer(&reported, &self.config))),
+                    command: Some(Command::Settings(answer)),
                 }))
             }
             // Answers to commands this proxy does not send yet.
@@ -440,6 +451,27 @@ fn telemetry_error(refusal: &Refusal) -> Status {
     } else {
         Status::internal(message)
     }
+}
+
+/// What the call's deadline (`grpc-timeout`: digits and a unit) leaves, if it has one.
+fn grpc_timeout<T>(request: &Request<T>) -> Option<std::time::Duration> {
+    let text = request.metadata().get("grpc-timeout")?.to_str().ok()?;
+    parse_grpc_timeout(text)
+}
+
+fn parse_grpc_timeout(text: &str) -> Option<std::time::Duration> {
+    use std::time::Duration;
+    let (digits, unit) = text.split_at(text.len().checked_sub(1)?);
+    let n: u64 = digits.parse().ok()?;
+    Some(match unit {
+        "H" => Duration::from_secs(n.saturating_mul(3600)),
+        "M" => Duration::from_secs(n.saturating_mul(60)),
+        "S" => Duration::from_secs(n),
+        "m" => Duration::from_millis(n),
+        "u" => Duration::from_micros(n),
+        "n" => Duration::from_nanos(n),
+        _ => return None,
+    })
 }
 
 fn not_implemented(what: &str) -> Option<pb::Status> {
@@ -510,11 +542,33 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
 
     async fn query_assignment(
         &self,
-        _: Request<pb::QueryAssignmentRequest>,
+        request: Request<pb::QueryAssignmentRequest>,
     ) -> Reply<pb::QueryAssignmentResponse> {
-        Ok(Response::new(pb::QueryAssignmentResponse {
-            status: not_implemented("QueryAssignment"),
-            ..Default::default()
+        let caller = Caller::of(&request);
+        let request = request.get_ref();
+        let answer = match caller.require_id() {
+            Ok(_) => {
+                // The addresses the client reached us at, with our port (as QueryRoute's).
+                let mut endpoints = request.endpoints.clone().unwrap_or_default();
+                for address in &mut endpoints.addresses {
+                    address.port = i32::from(self.shared.port);
+                }
+                self.shared
+                    .consumers
+                    .query_assignment(request, &endpoints)
+                    .await
+            }
+            Err(r) => Err(r),
+        };
+        Ok(Response::new(match answer {
+            Ok(assignments) => pb::QueryAssignmentResponse {
+                status: Some(status::ok()),
+                assignments,
+            },
+            Err(r) => pb::QueryAssignmentResponse {
+                status: Some(r.status()),
+                assignments: Vec::new(),
+            },
         }))
     }
 
@@ -523,32 +577,64 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
 
     async fn receive_message(
         &self,
-        _: Request<pb::ReceiveMessageRequest>,
+        request: Request<pb::ReceiveMessageRequest>,
     ) -> Reply<Self::ReceiveMessageStream> {
-        let status = not_implemented("ReceiveMessage").unwrap_or_default();
-        Ok(Response::new(tokio_stream::iter(vec![Ok(
-            pb::ReceiveMessageResponse {
-                content: Some(pb::receive_message_response::Content::Status(status)),
-            },
-        )])))
+        let caller = Caller::of(&request);
+        let remaining = grpc_timeout(&request);
+        let responses = match caller.require_id() {
+            Ok(id) => {
+                let settings = self.shared.clients.get(id);
+                self.shared
+                    .consumers
+                    .receive(
+                        settings.as_ref(),
+                        &caller.version,
+                        remaining,
+                        request.get_ref(),
+                        now_ms(),
+                    )
+                    .await
+            }
+            Err(r) => vec![pb::ReceiveMessageResponse {
+                content: Some(pb::receive_message_response::Content::Status(r.status())),
+            }],
+        };
+        Ok(Response::new(tokio_stream::iter(
+            responses.into_iter().map(Ok).collect::<Vec<_>>(),
+        )))
     }
 
     async fn ack_message(
         &self,
-        _: Request<pb::AckMessageRequest>,
+        request: Request<pb::AckMessageRequest>,
     ) -> Reply<pb::AckMessageResponse> {
-        Ok(Response::new(pb::AckMessageResponse {
-            status: not_implemented("AckMessage"),
-            ..Default::default()
-        }))
+        let caller = Caller::of(&request);
+        let response = match caller.require_id() {
+            Ok(_) => self.shared.consumers.ack(request.get_ref(), now_ms()).await,
+            Err(r) => pb::AckMessageResponse {
+                status: Some(r.status()),
+                entries: Vec::new(),
+            },
+        };
+        Ok(Response::new(response))
     }
 
     async fn forward_message_to_dead_letter_queue(
         &self,
-        _: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
+        request: Request<pb::ForwardMessageToDeadLetterQueueRequest>,
     ) -> Reply<pb::ForwardMessageToDeadLetterQueueResponse> {
+        let caller = Caller::of(&request);
+        let status = match caller.require_id() {
+            Ok(_) => {
+                self.shared
+                    .consumers
+                    .forward_to_dlq(request.get_ref(), now_ms())
+                    .await
+            }
+            Err(r) => r.status(),
+        };
         Ok(Response::new(pb::ForwardMessageToDeadLetterQueueResponse {
-            status: not_implemented("ForwardMessageToDeadLetterQueue"),
+            status: Some(status),
         }))
     }
 
@@ -639,7 +725,7 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
             loop {
                 match commands.message().await {
                     Ok(Some(command)) => {
-                        let answer = service.on_telemetry(&this.caller, command, &this.out);
+                        let answer = service.on_telemetry(&this.caller, command, &this.out).await;
                         let ended = answer.is_err();
                         let item = match answer {
                             Ok(None) => continue,
@@ -678,11 +764,27 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
 
     async fn change_invisible_duration(
         &self,
-        _: Request<pb::ChangeInvisibleDurationRequest>,
+        request: Request<pb::ChangeInvisibleDurationRequest>,
     ) -> Reply<pb::ChangeInvisibleDurationResponse> {
-        Ok(Response::new(pb::ChangeInvisibleDurationResponse {
-            status: not_implemented("ChangeInvisibleDuration"),
-            ..Default::default()
+        let caller = Caller::of(&request);
+        let answer = match caller.require_id() {
+            Ok(_) => {
+                self.shared
+                    .consumers
+                    .change_invisible(request.get_ref(), now_ms())
+                    .await
+            }
+            Err(r) => Err(r),
+        };
+        Ok(Response::new(match answer {
+            Ok(receipt_handle) => pb::ChangeInvisibleDurationResponse {
+                status: Some(status::ok()),
+                receipt_handle,
+            },
+            Err(r) => pb::ChangeInvisibleDurationResponse {
+                status: Some(r.status()),
+                receipt_handle: String::new(),
+            },
         }))
     }
 

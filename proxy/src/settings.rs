@@ -7,8 +7,9 @@
 //! same settings, overwritten where the server decides: a producer's retry policy
 //! (exponential backoff from the `grpcClientProducer*` keys) and its publishing limits
 //! (body size, whether to check message types); a consumer's batch size, long-polling
-//! timeout, FIFO flag and retry policy (from its group's config: the defaults of a group for
-//! now, until receiving is served); metrics off. Heartbeats and terminations are answered
+//! timeout, FIFO flag and attempts (the last two from its group's config, merged by
+//! [`crate::consume::Consumers::merge_group`]; the retry ladder a default group's); metrics
+//! off. Heartbeats and terminations are answered
 //! by the stored client type.
 
 use std::collections::HashMap;
@@ -104,8 +105,8 @@ pub fn answer(reported: &pb::Settings, config: &ProxyConfig) -> pb::Settings {
             subscription.long_polling_timeout = Some(millis(
                 config.grpc_client_consumer_max_long_polling_timeout_millis,
             ));
-            // The group's `consumeMessageOrderly` and retry policy once groups are read
-            // (receiving, a later slice): a default group's until then.
+            // A default group's; the group's own `consumeMessageOrderly` and `retryMaxTimes`
+            // are merged in by `consume::Consumers::merge_group`.
             subscription.fifo = Some(false);
             settings.backoff_policy = Some(pb::RetryPolicy {
                 max_attempts: DEFAULT_RETRY_MAX_TIMES + 1,

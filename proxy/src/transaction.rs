@@ -43,7 +43,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use message::id::{OffsetMsgId, hex_upper};
+use message::id::OffsetMsgId;
 use message::properties::{self, keys};
 use message::record::{self, Record, StoredMessage, sys_flag};
 use parking_lot::Mutex;
@@ -53,17 +53,14 @@ use remoting::protocol::broker::{
 };
 use remoting::protocol::heartbeat::{HeartbeatData, ProducerData};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use sha1::{Digest as _, Sha1};
 use tokio::sync::{Notify, mpsc};
 use tracing::{debug, info, warn};
 
 use crate::backend::{Backend, Target};
 use crate::config::ProxyConfig;
+use crate::convert::{self, Shown};
 use crate::metadata::{TopicMessageType, TopicTypes};
-use crate::pb::{
-    self, Code, DigestType, Encoding, MessageType, TransactionResolution, TransactionSource,
-    telemetry_command::Command,
-};
+use crate::pb::{self, Code, TransactionResolution, TransactionSource, telemetry_command::Command};
 use crate::route::Routes;
 use crate::status::Refusal;
 
@@ -250,97 +247,21 @@ impl ProducerGroups {
 
 // ------------------------------------------------------------------------ conversions
 
-fn timestamp(ms: i64) -> prost_types::Timestamp {
-    prost_types::Timestamp {
-        seconds: ms.div_euclid(1000),
-        nanos: i32::try_from(ms.rem_euclid(1000) * 1_000_000).unwrap_or(0),
-    }
-}
-
-/// A stored message as the gRPC protocol shows it (Apache's `GrpcConverter.buildMessage`):
-/// the user properties are the non-reserved ones, the system properties come from the
-/// record and RocketMQ's properties. `fallback_id` is the message id when it has no
-/// `UNIQ_KEY`. The body digest is SHA1 (Apache's is MD5; every SDK checks either).
+/// A stored message as the gRPC protocol shows it, in a transaction check: `fallback_id` is
+/// the message id when it has no `UNIQ_KEY`.
 #[must_use]
 pub fn grpc_message(m: &StoredMessage<'_>, fallback_id: Option<&str>) -> pb::Message {
     let props = m.properties_str();
-    let get = |key: &str| properties::get(&props, key);
-    let user_properties = properties::iter(&props)
-        .filter(|(k, _)| !keys::RESERVED.contains(k))
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
-    let message_type = if get(keys::TRAN_MSG) == Some("true") {
-        MessageType::Transaction
-    } else if get(keys::DELAY).is_some()
-        || get(keys::TIMER_DELIVER_MS).is_some()
-        || get(keys::TIMER_DELAY_SEC).is_some()
-    {
-        MessageType::Delay
-    } else if get(keys::SHARDING_KEY).is_some() {
-        MessageType::Fifo
-    } else {
-        MessageType::Normal
+    let message_id = properties::get(&props, keys::UNIQ_KEY)
+        .or(fallback_id)
+        .unwrap_or_default();
+    let shown = Shown {
+        topic: m.topic,
+        message_id,
+        receipt: None,
+        reconsume_times: m.reconsume_times,
     };
-    let delivery_timestamp = match get(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok()) {
-        Some(seconds) => Some(timestamp(
-            now_ms().saturating_add(seconds.saturating_mul(1000)),
-        )),
-        None => get(keys::TIMER_DELIVER_MS)
-            .and_then(|s| s.parse::<i64>().ok())
-            .map(timestamp),
-    };
-    let born_host = get(keys::BORN_HOST)
-        .filter(|h| !h.trim().is_empty())
-        .map_or_else(|| m.born_host.ip().to_string(), str::to_owned);
-    let dead_letter_queue = match (get("DLQ_ORIGIN_TOPIC"), get("DLQ_ORIGIN_MESSAGE_ID")) {
-        (Some(topic), Some(message_id)) => Some(pb::DeadLetterQueue {
-            topic: topic.to_owned(),
-            message_id: message_id.to_owned(),
-        }),
-        _ => None,
-    };
-    let system_properties = pb::SystemProperties {
-        tag: get(keys::TAGS).map(str::to_owned),
-        keys: get(keys::KEYS)
-            .map(|k| k.split(' ').map(str::to_owned).collect())
-            .unwrap_or_default(),
-        message_id: get(keys::UNIQ_KEY)
-            .or(fallback_id)
-            .unwrap_or_default()
-            .to_owned(),
-        body_digest: Some(pb::Digest {
-            r#type: DigestType::Sha1.into(),
-            checksum: hex_upper(&Sha1::digest(m.body)),
-        }),
-        body_encoding: if m.sys_flag & sys_flag::COMPRESSED != 0 {
-            Encoding::Gzip.into()
-        } else {
-            Encoding::Identity.into()
-        },
-        message_type: message_type.into(),
-        born_timestamp: Some(timestamp(m.born_timestamp)),
-        born_host,
-        store_timestamp: Some(timestamp(m.store_timestamp)),
-        store_host: m.store_host.to_string(),
-        delivery_timestamp,
-        receipt_handle: get(keys::POP_CK).map(str::to_owned),
-        queue_id: m.queue_id,
-        queue_offset: Some(i64::try_from(m.queue_offset).unwrap_or(i64::MAX)),
-        delivery_attempt: Some(m.reconsume_times.saturating_add(1)),
-        message_group: get(keys::SHARDING_KEY).map(str::to_owned),
-        trace_context: get(keys::TRACE_CONTEXT).map(str::to_owned),
-        dead_letter_queue,
-        ..pb::SystemProperties::default()
-    };
-    pb::Message {
-        topic: Some(pb::Resource {
-            resource_namespace: String::new(),
-            name: m.topic.to_owned(),
-        }),
-        user_properties,
-        system_properties: Some(system_properties),
-        body: m.body.to_vec(),
-    }
+    convert::stored_message(m, &props, &shown, now_ms())
 }
 
 /// The END_TRANSACTION of `data` (Apache's `genEndTransactionRequestHeader`).
@@ -798,11 +719,14 @@ mod tests {
     use std::net::SocketAddr;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    use message::id::hex_upper;
     use message::record::RecordFields;
     use remoting::protocol::route::{BrokerData, QueueData, TopicRouteData};
+    use sha1::{Digest as _, Sha1};
 
     use super::*;
     use crate::backend::{BackendError, Inbound};
+    use crate::pb::{DigestType, Encoding, MessageType};
 
     fn data(id: &str, broker: &str, expire_at_ms: i64) -> TransactionData {
         TransactionData {

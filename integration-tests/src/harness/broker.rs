@@ -311,6 +311,33 @@ impl BrokerProcess {
         );
     }
 
+    /// Creates (or updates) subscription group `group`, orderly (`consumeMessageOrderly`, as
+    /// Apache's `mqadmin updateSubGroup -o true`) or not, with
+    /// UPDATE_AND_CREATE_SUBSCRIPTIONGROUP.
+    ///
+    /// # Panics
+    /// When the broker refuses it.
+    pub fn create_group(&self, group: &str, orderly: bool) {
+        let mut config = remoting::protocol::subscription::SubscriptionGroupConfig::new(group);
+        config.consume_message_orderly = orderly;
+        let body =
+            serde_json::to_vec(&config).unwrap_or_else(|e| panic!("encode group {group}: {e}"));
+        let response = try_request(
+            &self.addr(),
+            remoting::RemotingCommand::request(
+                remoting::RequestCode::UpdateAndCreateSubscriptiongroup,
+            )
+            .with_body(body),
+        )
+        .unwrap_or_else(|e| panic!("create group {group}: {e}"));
+        assert_eq!(
+            response.code(),
+            0,
+            "create group {group}: {:?}",
+            response.remark()
+        );
+    }
+
     /// The max offset of consume queue (`topic`, `queue_id`) (GET_MAX_OFFSET); `None` when it
     /// cannot be asked.
     #[must_use]
