@@ -238,6 +238,13 @@ pub struct BrokerConfig {
     pub server_channel_max_idle_time_seconds: u64,
     /// Largest frame accepted (16 MiB).
     pub frame_max_length: usize,
+    /// sluice: serve RocketMQ 5's gRPC protocol (`apache.rocketmq.v2.MessagingService`)
+    /// inside the broker, Apache's proxy in local mode (false; `mqbroker --enable-proxy`
+    /// turns it on, as Apache's script starts its broker with the proxy).
+    pub enable_grpc_proxy: bool,
+    /// The port of that endpoint, bound on `bindAddress` (default: the proxy config's
+    /// `grpcServerPort`, 8081; 0: any free port).
+    pub grpc_server_port: Option<u16>,
 }
 
 impl Default for BrokerConfig {
@@ -317,6 +324,8 @@ impl Default for BrokerConfig {
             fast_listen_port: None,
             server_channel_max_idle_time_seconds: 120,
             frame_max_length: 16 * 1024 * 1024,
+            enable_grpc_proxy: false,
+            grpc_server_port: None,
         }
     }
 }

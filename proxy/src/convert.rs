@@ -509,6 +509,39 @@ pub fn message_queues(
     endpoints: &pb::Endpoints,
     kind: TopicMessageType,
 ) -> Vec<pb::MessageQueue> {
+    message_queues_at(route, topic, kind, |_| endpoints.clone())
+}
+
+/// The endpoints of the local-mode endpoint of the broker at `broker_addr` (`host:port`):
+/// its host with the gRPC port `port` (Apache's `ProxyTopicRouteData(route, grpcPort)`).
+#[must_use]
+pub fn broker_endpoints(broker_addr: &str, port: u16) -> pb::Endpoints {
+    let host = broker_addr
+        .rsplit_once(':')
+        .map_or(broker_addr, |(host, _)| host);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let scheme = match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => pb::AddressScheme::IPv4,
+        Ok(std::net::IpAddr::V6(_)) => pb::AddressScheme::IPv6,
+        Err(_) => pb::AddressScheme::DomainName,
+    };
+    pb::Endpoints {
+        scheme: scheme.into(),
+        addresses: vec![pb::Address {
+            host: host.to_owned(),
+            port: i32::from(port),
+        }],
+    }
+}
+
+/// [`message_queues`] with each broker's endpoints given by `endpoints_of` its address.
+#[must_use]
+pub fn message_queues_at(
+    route: &TopicRoute,
+    topic: &pb::Resource,
+    kind: TopicMessageType,
+    endpoints_of: impl Fn(&str) -> pb::Endpoints,
+) -> Vec<pb::MessageQueue> {
     let accepted: Vec<i32> = kind.accepted().into_iter().map(i32::from).collect();
     let mut out = Vec::new();
     for q in &route.data.queue_datas {
@@ -533,11 +566,11 @@ pub fn message_queues(
         } else {
             n = q.write_queue_nums.max(q.read_queue_nums).max(1);
         }
-        for &id in broker.broker_addrs.keys() {
+        for (&id, addr) in &broker.broker_addrs {
             let broker = pb::Broker {
                 name: q.broker_name.clone(),
                 id: i32::try_from(id).unwrap_or(i32::MAX),
-                endpoints: Some(endpoints.clone()),
+                endpoints: Some(endpoints_of(addr)),
             };
             let mut queue_id = 0;
             for (count, permission) in [
