@@ -976,5 +976,37 @@ mod tests {
         );
         assert_eq!(permission(4), Permission::Read);
         assert_eq!(permission(2), Permission::Write);
+
+        // Local mode: every broker's own host, the endpoint's port.
+        let local = message_queues_at(&route, &topic, TopicMessageType::Fifo, |addr| {
+            broker_endpoints(addr, 8081)
+        });
+        let hosts: Vec<(String, i32, i32)> = local
+            .iter()
+            .filter(|q| q.id == 0)
+            .map(|q| {
+                let b = q.broker.as_ref().unwrap();
+                let e = b.endpoints.as_ref().unwrap();
+                (e.addresses[0].host.clone(), e.addresses[0].port, e.scheme)
+            })
+            .collect();
+        let dns = pb::AddressScheme::DomainName as i32;
+        assert_eq!(
+            hosts,
+            [
+                ("A".to_owned(), 8081, dns),
+                ("A".to_owned(), 8081, dns),
+                ("B".to_owned(), 8081, dns)
+            ]
+        );
+        let v4 = broker_endpoints("10.0.0.1:10911", 18081);
+        assert_eq!(v4.scheme, pb::AddressScheme::IPv4 as i32);
+        assert_eq!(
+            (v4.addresses[0].host.as_str(), v4.addresses[0].port),
+            ("10.0.0.1", 18081)
+        );
+        let v6 = broker_endpoints("[::1]:10911", 8081);
+        assert_eq!(v6.scheme, pb::AddressScheme::IPv6 as i32);
+        assert_eq!(v6.addresses[0].host, "::1");
     }
 }

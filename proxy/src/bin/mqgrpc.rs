@@ -6,7 +6,9 @@
 //! QueryRoute at the endpoint, then, as an SDK's producer does, SendMessage to the endpoint
 //! of a writable queue's master (in local mode that broker's own endpoint). Prints the route
 //! and `SEND_OK msgId=... queue=... offset=... endpoint=...`, like `mqadmin sendMessage`;
-//! any failure is one line on stderr and a non-zero exit.
+//! any failure is one line on stderr and a non-zero exit. `-n COUNT [-s BYTES] [-j TASKS]`
+//! sends COUNT messages (bodies of BYTES, TASKS calls in flight) and prints the rate: a load
+//! to measure an endpoint with.
 
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -49,6 +51,15 @@ enum Command {
         /// Key.
         #[arg(short = 'k', long = "keys")]
         keys: Option<String>,
+        /// Messages to send (1).
+        #[arg(short = 'n', long = "count", default_value_t = 1)]
+        count: usize,
+        /// Body size in bytes, padding the body given (0: the body as given).
+        #[arg(short = 's', long = "size", default_value_t = 0)]
+        size: usize,
+        /// Sends in flight at once (1).
+        #[arg(short = 'j', long = "tasks", default_value_t = 1)]
+        tasks: usize,
     },
 }
 
@@ -67,8 +78,19 @@ fn main() -> ExitCode {
         body,
         tag,
         keys,
+        count,
+        size,
+        tasks,
     } = cli.command;
-    match runtime.block_on(send(&endpoint, &topic, body, tag, keys)) {
+    let mut body = body.into_bytes();
+    if size > body.len() {
+        body.resize(size, b'x');
+    }
+    let load = Load {
+        count: count.max(1),
+        tasks: tasks.max(1),
+    };
+    match runtime.block_on(send(&endpoint, &topic, body, tag, keys, load)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fail(&e),
     }
@@ -158,12 +180,20 @@ fn now() -> prost_types::Timestamp {
     }
 }
 
+/// How many messages, how many at once.
+#[derive(Debug, Clone, Copy)]
+struct Load {
+    count: usize,
+    tasks: usize,
+}
+
 async fn send(
     endpoint: &str,
     topic: &str,
-    body: String,
+    body: Vec<u8>,
     tag: Option<String>,
     keys: Option<String>,
+    load: Load,
 ) -> Result<(), String> {
     let resource = pb::Resource {
         name: topic.to_owned(),
@@ -208,43 +238,78 @@ async fn send(
         client = connect(&target).await?;
     }
     let ip = local_ip();
-    let ids = UniqIdGenerator::new(
+    let ids = std::sync::Arc::new(UniqIdGenerator::new(
         ip,
         u16::try_from(std::process::id() & 0xffff).unwrap_or(0),
         fastrand::u32(..),
-    );
-    let born = now();
-    let message_id = ids.next_at(born.seconds * 1000 + i64::from(born.nanos / 1_000_000));
-    let message = pb::Message {
+    ));
+    let message = std::sync::Arc::new(pb::Message {
         topic: Some(resource),
-        body: body.into_bytes(),
+        body,
         system_properties: Some(pb::SystemProperties {
             tag,
             keys: keys.into_iter().collect(),
-            message_id: message_id.clone(),
             body_encoding: Encoding::Identity.into(),
             message_type: MessageType::Normal.into(),
-            born_timestamp: Some(born),
             born_host: ip.to_string(),
             queue_id: queue.id,
             ..pb::SystemProperties::default()
         }),
         ..pb::Message::default()
-    };
-    let sent = client
-        .send_message(request(pb::SendMessageRequest {
-            messages: vec![message],
-        }))
-        .await
-        .map_err(|s| format!("SendMessage at {target}: {s}"))?
-        .into_inner();
-    check(sent.status.as_ref(), "SendMessage")?;
-    let entry = sent.entries.first().ok_or("SendMessage: no result entry")?;
-    check(entry.status.as_ref(), "SendMessage")?;
+    });
+    let started = std::time::Instant::now();
+    let mut workers = Vec::new();
+    for worker in 0..load.tasks {
+        let n = load.count / load.tasks + usize::from(worker < load.count % load.tasks);
+        let (mut client, ids, message) = (client.clone(), ids.clone(), message.clone());
+        let target = target.clone();
+        workers.push(tokio::spawn(async move {
+            let mut last = None;
+            for _ in 0..n {
+                let mut m = (*message).clone();
+                let born = now();
+                if let Some(sys) = m.system_properties.as_mut() {
+                    sys.message_id =
+                        ids.next_at(born.seconds * 1000 + i64::from(born.nanos / 1_000_000));
+                    sys.born_timestamp = Some(born);
+                }
+                let sent = client
+                    .send_message(request(pb::SendMessageRequest { messages: vec![m] }))
+                    .await
+                    .map_err(|s| format!("SendMessage at {target}: {s}"))?
+                    .into_inner();
+                check(sent.status.as_ref(), "SendMessage")?;
+                let entry = sent
+                    .entries
+                    .into_iter()
+                    .next()
+                    .ok_or("SendMessage: no result entry")?;
+                check(entry.status.as_ref(), "SendMessage")?;
+                last = Some(entry);
+            }
+            Ok::<_, String>(last)
+        }));
+    }
+    let mut last = None;
+    for w in workers {
+        if let Some(entry) = w.await.map_err(|e| e.to_string())?? {
+            last = Some(entry);
+        }
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let entry = last.ok_or("SendMessage: nothing sent")?;
     println!(
         "SEND_OK msgId={} broker={} queue={} offset={} endpoint={target}",
         entry.message_id, broker.name, queue.id, entry.offset
     );
+    if load.count > 1 {
+        #[allow(clippy::cast_precision_loss, reason = "a message count as a rate")]
+        let rate = load.count as f64 / elapsed.max(1e-9);
+        println!(
+            "sent {} messages in {elapsed:.2} s: {rate:.0} msg/s ({} in flight)",
+            load.count, load.tasks
+        );
+    }
     Ok(())
 }
 
