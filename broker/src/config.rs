@@ -140,7 +140,9 @@ pub struct BrokerConfig {
     pub default_message_request_mode: remoting::protocol::pop::MessageRequestMode,
     /// POP groups' share of queues when no mode was set (−1: every queue).
     pub default_pop_share_queue_num: i32,
-    /// RocketMQ's RocksDB pop store (false): not in sluice, refused at start.
+    /// RocketMQ's RocksDB pop store (false): not in sluice, refused at start. Spelled as
+    /// RocketMQ's key (`KV`, not camel case's `Kv`).
+    #[serde(rename = "popConsumerKVServiceEnable")]
     pub pop_consumer_kv_service_enable: bool,
     /// Stop popping a queue with too many messages in flight (false): not in sluice,
     /// refused at start.
