@@ -2,7 +2,8 @@
 # A local sluice cluster on loopback: one name server and one SYNC master/slave pair,
 # started from deploy/namesrv.toml and deploy/1m-1s-sync/broker-a-{master,slave}.toml.
 #
-#   deploy/local-cluster.sh up              build (release), start, send a message and read it back
+#   deploy/local-cluster.sh up              build (release), start, send a message over remoting and
+#                                           one over gRPC (mqgrpc), read both back
 #   deploy/local-cluster.sh status          processes, cluster list, HA status (exit 3 if one is down)
 #   deploy/local-cluster.sh drill [--back]  role switch: the slave becomes master and the old
 #                                           master its slave; --back switches back afterwards
@@ -11,12 +12,15 @@
 #
 # `up` is idempotent: what runs is left alone, what is down is started (a broker whose
 # partner is the master now joins as its slave). Everything binds 127.0.0.1 only.
+# broker-a-master also serves RocketMQ 5's gRPC protocol (`--enable-proxy`, local mode) on
+# GRPC_PORT: the 5.x SDKs (and `mqgrpc`) connect there.
 #
 # Environment:
 #   SLUICE_LOCAL_DIR  logs, stores and pid files (default deploy/.local)
 #   NAMESRV_PORT      name server port (9876)
 #   MASTER_PORT       broker-a-master port (10911); its HA port is MASTER_PORT + 1
 #   SLAVE_PORT        broker-a-slave port (10921); its HA port is SLAVE_PORT + 1
+#   GRPC_PORT         broker-a-master's gRPC endpoint (8081)
 #   SLUICE_PROFILE    cargo profile to build and run: release (default) or debug
 #   SLUICE_BIN_DIR    run the binaries found there and build nothing
 #   COMMITLOG_SIZE    mappedFileSizeCommitLog (64 MiB here; the configs say 1 GiB)
@@ -36,6 +40,7 @@ topology="$here/1m-1s-sync"
 ns_port="${NAMESRV_PORT:-9876}"
 master_port="${MASTER_PORT:-10911}"
 slave_port="${SLAVE_PORT:-10921}"
+grpc_port="${GRPC_PORT:-8081}"
 ns="127.0.0.1:$ns_port"
 commitlog_size="${COMMITLOG_SIZE:-67108864}"
 stop_timeout="${STOP_TIMEOUT:-30}"
@@ -48,6 +53,8 @@ processes=(namesrv broker-a-master broker-a-slave)
 declare -A binary_of=([namesrv]=mqnamesrv [broker-a-master]=mqbroker [broker-a-slave]=mqbroker)
 declare -A port_of=([namesrv]=$ns_port [broker-a-master]=$master_port [broker-a-slave]=$slave_port)
 declare -A ha_port_of=([namesrv]=0 [broker-a-master]=$((master_port + 1)) [broker-a-slave]=$((slave_port + 1)))
+# The gRPC port (0: none).
+declare -A grpc_port_of=([namesrv]=0 [broker-a-master]=$grpc_port [broker-a-slave]=0)
 
 if [[ -t 1 ]]; then bold=$'\033[1m' plain=$'\033[0m'; else bold="" plain=""; fi
 say() { printf '%s== %s%s\n' "$bold" "$*" "$plain"; }
@@ -66,12 +73,12 @@ build() {
     *) flag=(--profile "$profile") ;;
   esac
   say "building $profile binaries (the first build takes a few minutes)"
-  (cd "$root" && cargo build "${flag[@]}" --bins -p nameserver -p broker -p tools -q)
+  (cd "$root" && cargo build "${flag[@]}" --bins -p nameserver -p broker -p tools -p proxy -q)
 }
 
 need_binaries() {
   local b
-  for b in mqnamesrv mqbroker mqadmin; do
+  for b in mqnamesrv mqbroker mqadmin mqgrpc; do
     [[ -x "$bin/$b" ]] || die "$bin/$b is missing: run '$0 up' (or set SLUICE_BIN_DIR)"
   done
 }
@@ -111,9 +118,9 @@ start() {
     echo "$name already running (pid $pid)"
     return
   fi
-  for port in "${port_of[$name]}" "${ha_port_of[$name]}"; do
+  for port in "${port_of[$name]}" "${ha_port_of[$name]}" "${grpc_port_of[$name]}"; do
     if [[ "$port" != 0 ]] && port_open "$port"; then
-      die "port $port (for $name) is taken by another process; pick other ports with NAMESRV_PORT, MASTER_PORT, SLAVE_PORT"
+      die "port $port (for $name) is taken by another process; pick other ports with NAMESRV_PORT, MASTER_PORT, SLAVE_PORT, GRPC_PORT"
     fi
   done
   [[ -f "$dir/$name.log" ]] && mv -f "$dir/$name.log" "$dir/$name.log.1"
@@ -147,13 +154,16 @@ start() {
 start_broker() {
   local name=$1 peer role extra=()
   [[ "$name" == broker-a-master ]] && peer=broker-a-slave || peer=broker-a-master
+  if [[ "${grpc_port_of[$name]}" != 0 ]]; then
+    extra+=(--enable-proxy -o "grpcServerPort=${grpc_port_of[$name]}")
+  fi
   if [[ -z "$(pid_of "$name")" && -n "$(pid_of "$peer")" ]]; then
     role=$(ha_field "${port_of[$peer]}" role)
     if [[ "$role" == *MASTER && "$name" == broker-a-master ]]; then
       echo "$peer is the master now: $name joins as its slave"
       # Promoted again later, it takes its configured role back.
       role=$(sed -n 's/^brokerRole *= *"\([A-Z_]*\)".*/\1/p' "$topology/$name.toml")
-      extra=(-o brokerRole=SLAVE -o brokerId=1 -o "masterRoleOnSwitch=$role")
+      extra+=(-o brokerRole=SLAVE -o brokerId=1 -o "masterRoleOnSwitch=$role")
     elif [[ "$role" == SLAVE && "$name" == broker-a-slave ]]; then
       echo "warning: $peer is a slave and $name starts as one: promote one with" >&2
       echo "  $bin/mqadmin switchRole -n $ns -b 127.0.0.1:${port_of[$peer]} -r MASTER" >&2
@@ -257,6 +267,27 @@ round_trip() {
   fi
 }
 
+# Sends one message through broker-a-master's gRPC endpoint (as a 5.x SDK's producer: route,
+# then the queue's broker's endpoint) and reads it back over remoting by its body. Only while
+# broker-a-master is the master: a slave's endpoint refuses sends, as Apache's local mode.
+grpc_round_trip() {
+  local body since out
+  if [[ "$(ha_field "$master_port" role)" == SLAVE ]]; then
+    echo "gRPC: skipped, broker-a-master is a slave now (its endpoint refuses sends)"
+    return
+  fi
+  body="hello over gRPC $(date +%T) $$-$RANDOM"
+  since=$(($(date +%s) * 1000 - 1000))
+  "$bin/mqgrpc" sendMessage -e "127.0.0.1:$grpc_port" -t "$topic" -p "$body" -c TagA -k "grpc-$$"
+  out=$(mqadmin consumeMessage -n "$ns" -t "$topic" -s "$since" -c 1000)
+  if grep -qF -- "BODY: $body" <<<"$out"; then
+    echo "read back: $body"
+  else
+    printf '%s\n' "$out" >&2
+    die "the message just sent over gRPC did not come back"
+  fi
+}
+
 show() {
   mqadmin clusterList -n "$ns" || true
   local name text
@@ -290,11 +321,14 @@ up() {
   wait_replicating
   say "a message through the cluster"
   round_trip
+  say "a message through the gRPC endpoint (127.0.0.1:$grpc_port)"
+  grpc_round_trip
   say "cluster"
   show
-  say "up: name server $ns, $master 127.0.0.1:${port_of[$master]} (master), $slave 127.0.0.1:${port_of[$slave]} (slave)"
+  say "up: name server $ns, $master 127.0.0.1:${port_of[$master]} (master), $slave 127.0.0.1:${port_of[$slave]} (slave), gRPC 127.0.0.1:$grpc_port (broker-a-master)"
   echo "logs:   $dir/{namesrv,broker-a-master,broker-a-slave}.log"
   echo "try:    $bin/mqadmin clusterList -n $ns"
+  echo "        $bin/mqgrpc sendMessage -e 127.0.0.1:$grpc_port -t $topic -p hello"
   echo "        $0 drill      (role switch)      $0 down"
 }
 

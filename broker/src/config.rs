@@ -140,7 +140,9 @@ pub struct BrokerConfig {
     pub default_message_request_mode: remoting::protocol::pop::MessageRequestMode,
     /// POP groups' share of queues when no mode was set (−1: every queue).
     pub default_pop_share_queue_num: i32,
-    /// RocketMQ's RocksDB pop store (false): not in sluice, refused at start.
+    /// RocketMQ's RocksDB pop store (false): not in sluice, refused at start. Spelled as
+    /// RocketMQ's key (`KV`, not camel case's `Kv`).
+    #[serde(rename = "popConsumerKVServiceEnable")]
     pub pop_consumer_kv_service_enable: bool,
     /// Stop popping a queue with too many messages in flight (false): not in sluice,
     /// refused at start.
@@ -238,6 +240,13 @@ pub struct BrokerConfig {
     pub server_channel_max_idle_time_seconds: u64,
     /// Largest frame accepted (16 MiB).
     pub frame_max_length: usize,
+    /// sluice: serve RocketMQ 5's gRPC protocol (`apache.rocketmq.v2.MessagingService`)
+    /// inside the broker, Apache's proxy in local mode (false; `mqbroker --enable-proxy`
+    /// turns it on, as Apache's script starts its broker with the proxy).
+    pub enable_grpc_proxy: bool,
+    /// The port of that endpoint, bound on `bindAddress` (default: the proxy config's
+    /// `grpcServerPort`, 8081; 0: any free port).
+    pub grpc_server_port: Option<u16>,
 }
 
 impl Default for BrokerConfig {
@@ -317,6 +326,8 @@ impl Default for BrokerConfig {
             fast_listen_port: None,
             server_channel_max_idle_time_seconds: 120,
             frame_max_length: 16 * 1024 * 1024,
+            enable_grpc_proxy: false,
+            grpc_server_port: None,
         }
     }
 }

@@ -26,6 +26,8 @@
 //! - [`processor`]: request handlers and the mapping of failures to response codes.
 //! - [`properties`]: what the broker decides from message properties (send flags, the
 //!   real queue of a parked message).
+//! - [`grpc`]: the gRPC endpoint of RocketMQ 5's SDKs inside the broker (local mode,
+//!   `enableGrpcProxy`), over the `proxy` crate.
 //! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
 //! - [`service_switch`]: idempotent start/stop of master-only services (one atomic flag).
 //! - [`slave_sync`]: a slave's periodic copy of its master's tables.
@@ -45,6 +47,7 @@ pub mod consumer_offset;
 pub mod delay_offset;
 pub mod durability;
 pub mod filter;
+pub mod grpc;
 pub mod persist;
 pub mod pop;
 pub mod processor;

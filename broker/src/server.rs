@@ -17,6 +17,7 @@ use tracing::{error, info, warn};
 
 use crate::broker::{Broker, BrokerError};
 use crate::filter::ConsumerFilters;
+use crate::grpc::GrpcEndpoint;
 use crate::processor::{self, BrokerProcessor, pull};
 use crate::pull_hold::PullHold;
 use crate::role::Role;
@@ -37,7 +38,7 @@ pub fn bind(bind_address: &str, port: u16, backlog: u32) -> Result<TcpListener, 
     bind_as(bind_address, port, backlog, "listenPort")
 }
 
-fn bind_as(
+pub(crate) fn bind_as(
     bind_address: &str,
     port: u16,
     backlog: u32,
@@ -84,6 +85,7 @@ pub struct Started {
     role: Arc<Role>,
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
+    grpc: Option<GrpcEndpoint>,
 }
 
 /// Starts the parts of `broker` its role needs before it may answer anything: the HA
@@ -126,6 +128,7 @@ pub fn start(
         role,
         listener,
         vip_channel,
+        grpc: None,
     })
 }
 
@@ -164,6 +167,14 @@ impl Started {
         &self.role
     }
 
+    /// Also serves the gRPC endpoint `grpc` (local mode), from when the broker serves until
+    /// it shuts down.
+    #[must_use]
+    pub fn with_grpc(mut self, grpc: Option<GrpcEndpoint>) -> Self {
+        self.grpc = grpc;
+        self
+    }
+
     /// Serves until `shutdown` resolves, then shuts down cleanly.
     ///
     /// Logs `listening on <addr>` once serving (tests wait for that line).
@@ -172,8 +183,9 @@ impl Started {
             role,
             listener,
             vip_channel,
+            grpc,
         } = self;
-        serve(role, listener, vip_channel, shutdown).await;
+        serve(role, listener, vip_channel, grpc, shutdown).await;
     }
 }
 
@@ -195,6 +207,7 @@ async fn serve(
     role: Arc<Role>,
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
+    grpc: Option<GrpcEndpoint>,
     shutdown: impl Future<Output = ()>,
 ) {
     let broker = Arc::clone(role.broker());
@@ -242,7 +255,16 @@ async fn serve(
         ));
         (stop, task)
     });
+    // Last: the broker serves (its listener is up, its role's services run).
+    let grpc = grpc.map(|endpoint| {
+        let handler: Arc<dyn remoting::connection::RequestHandler> = Arc::new(dispatcher.clone());
+        endpoint.serve(&role, handler)
+    });
     server::run(listener, dispatcher, server_config, shutdown).await;
+    // First to stop: nothing may reach the broker in-process once it shuts down.
+    if let Some(grpc) = grpc {
+        grpc.stop().await;
+    }
     if let Some((stop, task)) = vip {
         let _ = stop.send(());
         let _ = task.await;

@@ -8,7 +8,8 @@
 //!   slave connected and caught up (at once after a send for SYNC_MASTER: the send waited
 //!   for it), a message sent to each pair is consumable, no key in the file is unknown to
 //!   the broker, and every broker stops cleanly on SIGTERM.
-//! - `deploy/local-cluster.sh`: `up` (twice: no duplicates), `status`, `drill`, `up`
+//! - `deploy/local-cluster.sh`: `up` (twice: no duplicates; a message over remoting and
+//!   one through the master's gRPC endpoint with `mqgrpc`), `status`, `drill`, `up`
 //!   after the old master crashed (it rejoins as the slave, not as a second master),
 //!   `drill --back`, `down`, on reserved ports in a temp dir with the test's binaries.
 
@@ -488,6 +489,7 @@ struct LocalCluster {
     ns_port: u16,
     master_port: u16,
     slave_port: u16,
+    grpc_port: u16,
     /// Held so no other test takes the ports; their listeners are closed.
     _ports: Vec<PortReservation>,
 }
@@ -500,9 +502,11 @@ impl LocalCluster {
             .to_owned();
         let _ = binary("broker", "mqbroker");
         let _ = binary("tools", "mqadmin");
+        let _ = binary("proxy", "mqgrpc");
         let mut ports = vec![ports::reserve()];
         ports.extend(ports::reserve_consecutive(2));
         ports.extend(ports::reserve_consecutive(2));
+        ports.push(ports::reserve());
         for p in &mut ports {
             p.release_listener();
         }
@@ -512,6 +516,7 @@ impl LocalCluster {
             ns_port: ports[0].port(),
             master_port: ports[1].port(),
             slave_port: ports[3].port(),
+            grpc_port: ports[5].port(),
             _ports: ports,
         }
     }
@@ -529,6 +534,7 @@ impl LocalCluster {
             .env("NAMESRV_PORT", self.ns_port.to_string())
             .env("MASTER_PORT", self.master_port.to_string())
             .env("SLAVE_PORT", self.slave_port.to_string())
+            .env("GRPC_PORT", self.grpc_port.to_string())
             .env("STOP_TIMEOUT", "10")
             .env("RUST_LOG", "info")
             .env_remove("NAMESRV_ADDR")
@@ -585,6 +591,11 @@ fn local_cluster_script_up_status_drill_down() {
     let up = assert_ok(&lc.run(&["up"]), "local-cluster.sh up");
     assert!(up.contains("SEND_OK"), "{up}");
     assert!(up.contains("read back: hello from sluice"), "{up}");
+    assert!(
+        up.contains(&format!("endpoint=127.0.0.1:{}", lc.grpc_port)),
+        "{up}"
+    );
+    assert!(up.contains("read back: hello over gRPC"), "{up}");
     assert!(
         up.contains(&format!("logs:   {}", lc.dir.path().display())),
         "{up}"

@@ -18,10 +18,15 @@
 //! stored properties with what mqproxy stored for the same case and SDK (values that differ by
 //! nature masked: ids, times, addresses): the reference for what the proxy writes.
 //!
-//! `received::<case>_<sdk>`: the whole case, consuming too (ReceiveMessage, AckMessage,
-//! ChangeInvisibleDuration, QueryAssignment over POP), judged as tests/grpc_proxy.rs judges
-//! it through Apache's proxy: `normal`, `fifo` (its group orderly), `delay`, `simple`, `push`,
-//! `transaction`. Test names are `<kind>::<case>_<sdk>`; one system (name server, broker,
+//! `local::<case>_<sdk>` runs the same send-only cases against the gRPC endpoint inside
+//! `mqbroker` (local mode: `enableGrpcProxy=true`), a second system of its own (name server
+//! and broker), and checks them the same way.
+//!
+//! `received::<case>_<sdk>` (mqproxy) and `local_received::<case>_<sdk>` (local mode): the
+//! whole case, consuming too (ReceiveMessage, AckMessage, ChangeInvisibleDuration,
+//! QueryAssignment over POP), judged as tests/grpc_proxy.rs judges it through Apache's proxy:
+//! `normal`, `fifo` (its group orderly), `delay`, `simple`, `push`, `transaction`. Test names
+//! are `<kind>::<case>_<sdk>`; one system (name server, broker,
 //! mqproxy; Apache's proxy when first needed) serves every trial, which run one at a time.
 //! Its own `main` (libtest-mimic): the usual filters, `--ignored`, `--list`.
 
@@ -100,7 +105,109 @@ fn apache_topic(case: &str, sdk: Sdk) -> String {
     format!("{}_apache", topic(case, sdk))
 }
 
-// ------------------------------------------------------------------------------- the system
+// ------------------------------------------------------------------------------- the systems
+
+/// Which sluice endpoint a trial talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `mqproxy` in front of the broker.
+    Cluster,
+    /// The endpoint inside `mqbroker`.
+    Local,
+}
+
+impl Mode {
+    /// The prefix of the send-only trials' names.
+    fn send_prefix(self) -> &'static str {
+        match self {
+            Mode::Cluster => "native",
+            Mode::Local => "local",
+        }
+    }
+
+    /// The prefix of the full trials' names.
+    fn received_prefix(self) -> &'static str {
+        match self {
+            Mode::Cluster => "received",
+            Mode::Local => "local_received",
+        }
+    }
+}
+
+/// What a trial needs of a system: where the SDKs connect, the broker that stores, and the
+/// log of whatever serves gRPC.
+trait Sluice: Send + Sync {
+    fn grpc_endpoint(&self) -> String;
+    fn broker_addr(&self) -> String;
+    fn grpc_log(&self) -> String;
+}
+
+impl Sluice for System {
+    fn grpc_endpoint(&self) -> String {
+        self.proxy.grpc_endpoint()
+    }
+    fn broker_addr(&self) -> String {
+        self.broker.addr()
+    }
+    fn grpc_log(&self) -> String {
+        self.proxy.log()
+    }
+}
+
+impl Sluice for LocalSystem {
+    fn grpc_endpoint(&self) -> String {
+        self.broker.grpc_endpoint()
+    }
+    fn broker_addr(&self) -> String {
+        self.broker.addr()
+    }
+    fn grpc_log(&self) -> String {
+        self.broker.log()
+    }
+}
+
+/// The test topics on `broker`, and the FIFO cases' orderly groups.
+fn create_topics(broker: &BrokerProcess, with_apache: bool) {
+    for case in CASES {
+        for sdk in Sdk::ALL {
+            let attr = format!("+message.type={}", message_type(case));
+            broker.create_topic_with_attributes(&topic(case, sdk), QUEUES, &attr);
+            if with_apache && SEND_CASES.contains(&case) {
+                broker.create_topic_with_attributes(&apache_topic(case, sdk), QUEUES, &attr);
+            }
+            if NATIVE_CASES.contains(&case) {
+                broker.create_topic_with_attributes(&received_topic(case, sdk), QUEUES, &attr);
+            }
+            if case == "fifo" {
+                broker.create_group(&group(case, sdk), true);
+            }
+        }
+    }
+}
+
+/// Name server and a broker serving gRPC itself (local mode); fields drop in order.
+#[derive(Debug)]
+struct LocalSystem {
+    broker: BrokerProcess,
+    _ns: NamesrvProcess,
+}
+
+impl LocalSystem {
+    fn start() -> LocalSystem {
+        let started = Instant::now();
+        let ns = NamesrvProcess::start();
+        let broker = BrokerProcess::start_with_grpc(&ns.addr(), &BROKER_SETTINGS, &PROXY_SETTINGS);
+        create_topics(&broker, false);
+        eprintln!(
+            "grpc_native: local system up in {:.1}s (gRPC in mqbroker at {}, broker {}, name server {})",
+            started.elapsed().as_secs_f64(),
+            broker.grpc_endpoint(),
+            broker.addr(),
+            ns.addr()
+        );
+        LocalSystem { broker, _ns: ns }
+    }
+}
 
 /// Name server, broker and mqproxy; fields drop in order (proxy first).
 #[derive(Debug)]
@@ -115,21 +222,7 @@ impl System {
         let started = Instant::now();
         let ns = NamesrvProcess::start();
         let broker = BrokerProcess::start_with(&ns.addr(), &BROKER_SETTINGS);
-        for case in CASES {
-            for sdk in Sdk::ALL {
-                let attr = format!("+message.type={}", message_type(case));
-                broker.create_topic_with_attributes(&topic(case, sdk), QUEUES, &attr);
-                if SEND_CASES.contains(&case) {
-                    broker.create_topic_with_attributes(&apache_topic(case, sdk), QUEUES, &attr);
-                }
-                if NATIVE_CASES.contains(&case) {
-                    broker.create_topic_with_attributes(&received_topic(case, sdk), QUEUES, &attr);
-                }
-                if case == "fifo" {
-                    broker.create_group(&group(case, sdk), true);
-                }
-            }
-        }
+        create_topics(&broker, true);
         // After the topics: routes are cached a few seconds.
         let proxy = MqProxy::start(&ns.addr(), &PROXY_SETTINGS);
         eprintln!(
@@ -146,6 +239,7 @@ impl System {
 type Slot<T> = Mutex<Option<Result<Arc<T>, String>>>;
 
 static SYSTEM: Slot<System> = Mutex::new(None);
+static LOCAL: Slot<LocalSystem> = Mutex::new(None);
 static APACHE: Slot<ApacheProxy> = Mutex::new(None);
 
 /// The value of `slot`, started by `start` on first use; a start that failed fails every
@@ -171,6 +265,15 @@ fn started<T>(slot: &Slot<T>, what: &str, start: impl FnOnce() -> T) -> Result<A
 
 fn system() -> Result<Arc<System>, String> {
     started(&SYSTEM, "the sluice system", System::start)
+}
+
+/// The system of `mode`, started on first use.
+fn sluice(mode: Mode) -> Result<Arc<dyn Sluice>, String> {
+    let system: Arc<dyn Sluice> = match mode {
+        Mode::Cluster => system()?,
+        Mode::Local => started(&LOCAL, "the local-mode system", LocalSystem::start)?,
+    };
+    Ok(system)
 }
 
 fn apache_proxy(namesrv: &str) -> Result<Arc<ApacheProxy>, String> {
@@ -227,21 +330,22 @@ fn run_program(
     Ok((run, out))
 }
 
-/// `native::<case>_<sdk>`: send-only through mqproxy, read back.
-fn native(case: &'static str, sdk: Sdk) -> Result<(), Failed> {
+/// `native::<case>_<sdk>` (`local::` in local mode): send-only through sluice's endpoint,
+/// read back.
+fn native(case: &'static str, sdk: Sdk, mode: Mode) -> Result<(), Failed> {
     if !tools::available(sdk.tools()) {
         return Ok(());
     }
-    let system = system()?;
+    let system = sluice(mode)?;
     let t = topic(case, sdk);
     let options = RunOptions {
         consume: false,
         tls: false,
     };
-    let log = || system.proxy.log();
-    let (run, out) = run_program(case, sdk, &system.proxy.grpc_endpoint(), &t, options, &log)?;
+    let log = || system.grpc_log();
+    let (run, out) = run_program(case, sdk, &system.grpc_endpoint(), &t, options, &log)?;
     let got = stored::wait_for(
-        &system.broker.addr(),
+        &system.broker_addr(),
         &t,
         QUEUES,
         sent_count(case),
@@ -341,20 +445,20 @@ fn compare(case: &str, ours: &[Stored], theirs: &[Stored]) -> Result<(), String>
 }
 
 /// `received::<case>_<sdk>`: the whole case, consuming too.
-fn received(case: &'static str, sdk: Sdk) -> Result<(), Failed> {
+fn received(case: &'static str, sdk: Sdk, mode: Mode) -> Result<(), Failed> {
     if !tools::available(sdk.tools()) {
         return Ok(());
     }
-    let system = system()?;
+    let system = sluice(mode)?;
     let options = RunOptions {
         consume: true,
         tls: false,
     };
-    let log = || system.proxy.log();
+    let log = || system.grpc_log();
     let (run, out) = run_program(
         case,
         sdk,
-        &system.proxy.grpc_endpoint(),
+        &system.grpc_endpoint(),
         &received_topic(case, sdk),
         options,
         &log,
@@ -369,12 +473,14 @@ fn main() {
     // The apache trials compare with what the native ones stored: one at a time, in order.
     args.test_threads = Some(1);
     let mut trials = Vec::new();
-    for case in NATIVE_CASES {
-        for sdk in Sdk::ALL {
-            trials.push(Trial::test(
-                format!("native::{case}_{}", sdk.name()),
-                move || native(case, sdk),
-            ));
+    for mode in [Mode::Cluster, Mode::Local] {
+        for case in NATIVE_CASES {
+            for sdk in Sdk::ALL {
+                trials.push(Trial::test(
+                    format!("{}::{case}_{}", mode.send_prefix(), sdk.name()),
+                    move || native(case, sdk, mode),
+                ));
+            }
         }
     }
     for case in SEND_CASES {
@@ -385,16 +491,19 @@ fn main() {
             ));
         }
     }
-    for case in CASES {
-        for sdk in Sdk::ALL {
-            trials.push(Trial::test(
-                format!("received::{case}_{}", sdk.name()),
-                move || received(case, sdk),
-            ));
+    for mode in [Mode::Cluster, Mode::Local] {
+        for case in CASES {
+            for sdk in Sdk::ALL {
+                trials.push(Trial::test(
+                    format!("{}::{case}_{}", mode.received_prefix(), sdk.name()),
+                    move || received(case, sdk, mode),
+                ));
+            }
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
     drop(APACHE.lock().unwrap_or_else(PoisonError::into_inner).take());
     drop(SYSTEM.lock().unwrap_or_else(PoisonError::into_inner).take());
+    drop(LOCAL.lock().unwrap_or_else(PoisonError::into_inner).take());
     conclusion.exit();
 }

@@ -3,7 +3,9 @@
 //! before: `mqbroker` with its HA port, main port or VIP port taken, its store locked by
 //! another broker, its store directory unusable, a config file that cannot be read or
 //! parsed, an unknown role or flush type; `mqnamesrv` with its port taken or a config it
-//! cannot use.
+//! cannot use. And the gRPC endpoint inside `mqbroker`: off by default, on with
+//! `-o enableGrpcProxy=true` or `--enable-proxy` (a message sent through it with `mqgrpc`),
+//! and a taken `grpcServerPort` refused like the other ports.
 
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
@@ -12,7 +14,8 @@ use std::path::Path;
 use std::time::Duration;
 
 use integration_tests::harness::{
-    BrokerProcess, Exited, NamesrvProcess, ProcessSpec, TestDir, binary, workspace_root,
+    BrokerProcess, ChildProcess, Exited, NamesrvProcess, ProcessSpec, TestDir, binary,
+    update_topic, workspace_root,
 };
 use integration_tests::ports;
 
@@ -109,6 +112,113 @@ fn mqbroker_refuses_to_start_without_a_port_its_role_needs() {
             .run_to_exit(dir.path(), GIVE_UP);
         drop(holder);
         assert_refused(what, &exited, &[&format!("127.0.0.1:{busy}"), key]);
+    }
+}
+
+#[test]
+fn mqbroker_refuses_to_start_without_its_grpc_port() {
+    let dir = TestDir::new("start-grpc-port");
+    let (_run, port) = free_run_of_ports();
+    let mut grpc = ports::reserve();
+    grpc.release_listener();
+    let holder = TcpListener::bind(("127.0.0.1", grpc.port())).unwrap();
+    let exited = broker_spec(dir.path(), port)
+        .arg("--enable-proxy")
+        .setting("grpcServerPort", grpc.port())
+        .run_to_exit(dir.path(), GIVE_UP);
+    drop(holder);
+    assert_refused(
+        "gRPC port taken",
+        &exited,
+        &[&format!("127.0.0.1:{}", grpc.port()), "grpcServerPort"],
+    );
+}
+
+/// Whether something accepts connections at `port` on loopback.
+fn listening(port: u16) -> bool {
+    std::net::TcpStream::connect_timeout(
+        &std::net::SocketAddr::from(([127, 0, 0, 1], port)),
+        Duration::from_secs(1),
+    )
+    .is_ok()
+}
+
+/// `mqgrpc sendMessage` through the endpoint at `port`: its stdout, or why it failed.
+fn grpc_send(port: u16, topic: &str) -> Result<String, String> {
+    let out = std::process::Command::new(binary("proxy", "mqgrpc"))
+        .args([
+            "sendMessage",
+            "-e",
+            &format!("127.0.0.1:{port}"),
+            "-t",
+            topic,
+        ])
+        .args(["-p", "through gRPC"])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    if out.status.success() {
+        Ok(text)
+    } else {
+        Err(text)
+    }
+}
+
+#[test]
+fn the_grpc_endpoint_is_off_by_default_and_on_when_asked() {
+    let ns = NamesrvProcess::start();
+    for (what, args, setting) in [
+        ("default", &[][..], None),
+        ("-o enableGrpcProxy=true", &[][..], Some("true")),
+        ("--enable-proxy", &["--enable-proxy"][..], None),
+    ] {
+        let dir = TestDir::new("grpc-on-off");
+        let (mut run, port) = free_run_of_ports();
+        let grpc = ports::reserve();
+        let grpc_port = grpc.port();
+        run.push(grpc);
+        let mut spec = broker_spec(dir.path(), port)
+            .setting("namesrvAddr", ns.addr())
+            .setting("grpcServerPort", grpc_port);
+        for a in args {
+            spec = spec.arg(a);
+        }
+        if let Some(v) = setting {
+            spec = spec.setting("enableGrpcProxy", v);
+        }
+        let broker = ChildProcess::start(spec, dir, run);
+        let on = setting.is_some() || !args.is_empty();
+        assert_eq!(listening(grpc_port), on, "{what}: gRPC port listening");
+        if on {
+            let topic = format!("GrpcOnOff{port}");
+            update_topic(&ns.addr(), ["-b", &format!("127.0.0.1:{port}")], &topic, 4).assert_ok();
+            // The route reaches the name server at the broker's next registration.
+            let mut last = String::new();
+            let sent =
+                integration_tests::harness::wait_until(
+                    Duration::from_secs(10),
+                    || match grpc_send(grpc_port, &topic) {
+                        Ok(out) => {
+                            last = out;
+                            true
+                        }
+                        Err(why) => {
+                            last = why;
+                            false
+                        }
+                    },
+                );
+            assert!(sent && last.contains("SEND_OK"), "{what}: {last}");
+            assert!(
+                last.contains(&format!("endpoint=127.0.0.1:{grpc_port}")),
+                "{what}: the route names the broker's own endpoint: {last}"
+            );
+        }
+        drop(broker);
     }
 }
 

@@ -6,8 +6,8 @@
 //!
 //! - cluster mode (`mqproxy`): [`ClusterBackend`], a [`RemotingClient`] to the name servers
 //!   and brokers, as Apache's proxy in cluster mode talks to its cluster;
-//! - local mode (later, inside `mqbroker`): the broker's own processors called in-process,
-//!   with no socket in between. That is why the seam is a trait over commands rather than a
+//! - local mode (inside `mqbroker`, [`crate::local::LocalBackend`]): the broker's own
+//!   processors called in-process, with no socket in between. That is why the seam is a trait over commands rather than a
 //!   set of typed calls: the broker already dispatches commands by code.
 
 use std::fmt;

@@ -514,6 +514,39 @@ pub fn message_queues(
     endpoints: &pb::Endpoints,
     kind: TopicMessageType,
 ) -> Vec<pb::MessageQueue> {
+    message_queues_at(route, topic, kind, |_| endpoints.clone())
+}
+
+/// The endpoints of the local-mode endpoint of the broker at `broker_addr` (`host:port`):
+/// its host with the gRPC port `port` (Apache's `ProxyTopicRouteData(route, grpcPort)`).
+#[must_use]
+pub fn broker_endpoints(broker_addr: &str, port: u16) -> pb::Endpoints {
+    let host = broker_addr
+        .rsplit_once(':')
+        .map_or(broker_addr, |(host, _)| host);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    let scheme = match host.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => pb::AddressScheme::IPv4,
+        Ok(std::net::IpAddr::V6(_)) => pb::AddressScheme::IPv6,
+        Err(_) => pb::AddressScheme::DomainName,
+    };
+    pb::Endpoints {
+        scheme: scheme.into(),
+        addresses: vec![pb::Address {
+            host: host.to_owned(),
+            port: i32::from(port),
+        }],
+    }
+}
+
+/// [`message_queues`] with each broker's endpoints given by `endpoints_of` its address.
+#[must_use]
+pub fn message_queues_at(
+    route: &TopicRoute,
+    topic: &pb::Resource,
+    kind: TopicMessageType,
+    endpoints_of: impl Fn(&str) -> pb::Endpoints,
+) -> Vec<pb::MessageQueue> {
     let accepted: Vec<i32> = kind.accepted().into_iter().map(i32::from).collect();
     let mut out = Vec::new();
     for q in &route.data.queue_datas {
@@ -538,11 +571,11 @@ pub fn message_queues(
         } else {
             n = q.write_queue_nums.max(q.read_queue_nums).max(1);
         }
-        for &id in broker.broker_addrs.keys() {
+        for (&id, addr) in &broker.broker_addrs {
             let broker = pb::Broker {
                 name: q.broker_name.clone(),
                 id: i32::try_from(id).unwrap_or(i32::MAX),
-                endpoints: Some(endpoints.clone()),
+                endpoints: Some(endpoints_of(addr)),
             };
             let mut queue_id = 0;
             for (count, permission) in [
@@ -1079,5 +1112,37 @@ mod tests {
         );
         assert_eq!(permission(4), Permission::Read);
         assert_eq!(permission(2), Permission::Write);
+
+        // Local mode: every broker's own host, the endpoint's port.
+        let local = message_queues_at(&route, &topic, TopicMessageType::Fifo, |addr| {
+            broker_endpoints(addr, 8081)
+        });
+        let hosts: Vec<(String, i32, i32)> = local
+            .iter()
+            .filter(|q| q.id == 0)
+            .map(|q| {
+                let b = q.broker.as_ref().unwrap();
+                let e = b.endpoints.as_ref().unwrap();
+                (e.addresses[0].host.clone(), e.addresses[0].port, e.scheme)
+            })
+            .collect();
+        let dns = pb::AddressScheme::DomainName as i32;
+        assert_eq!(
+            hosts,
+            [
+                ("A".to_owned(), 8081, dns),
+                ("A".to_owned(), 8081, dns),
+                ("B".to_owned(), 8081, dns)
+            ]
+        );
+        let v4 = broker_endpoints("10.0.0.1:10911", 18081);
+        assert_eq!(v4.scheme, pb::AddressScheme::IPv4 as i32);
+        assert_eq!(
+            (v4.addresses[0].host.as_str(), v4.addresses[0].port),
+            ("10.0.0.1", 18081)
+        );
+        let v6 = broker_endpoints("[::1]:10911", 8081);
+        assert_eq!(v6.scheme, pb::AddressScheme::IPv6 as i32);
+        assert_eq!(v6.addresses[0].host, "::1");
     }
 }

@@ -6,8 +6,9 @@
 //!
 //! - cluster mode: `mqproxy`, a separate process in front of name servers and brokers
 //!   (sluice's or Apache's), speaking remoting to them as Apache's proxy does;
-//! - local mode (later): inside `mqbroker`, calling the broker through the same
-//!   [`backend::Backend`] seam in-process.
+//! - local mode: inside `mqbroker` (`enableGrpcProxy=true`, or `--enable-proxy` as Apache's
+//!   script), calling its own broker in-process through the same [`backend::Backend`] seam
+//!   ([`local::LocalBackend`]); routes name each broker's own gRPC endpoint ([`local::Mode`]).
 //!
 //! The semantics (what a gRPC call becomes in remoting commands, and back) are written once,
 //! above the seam; only the transport differs. Served so far: the sending side (QueryRoute,
@@ -22,6 +23,8 @@
 //!   client (tonic), generated from our own `.proto` files.
 //! - [`backend`]: the seam: remoting commands to a name server or broker ([`Backend`]); the
 //!   cluster-mode [`ClusterBackend`].
+//! - [`local`]: local mode: [`LocalBackend`] (this broker in-process, the rest over
+//!   remoting) and [`Mode`], what the semantics do differently inside a broker.
 //! - [`route`]: topic routes from the name server, cached; the queue a send goes to.
 //! - [`metadata`]: a topic's `message.type`, read from a broker, cached; the type check.
 //! - [`convert`]: gRPC messages to RocketMQ properties and send requests, send responses to
@@ -40,6 +43,7 @@ pub mod backend;
 pub mod config;
 pub mod consume;
 pub mod convert;
+pub mod local;
 pub mod metadata;
 pub mod pb;
 pub mod route;
@@ -51,5 +55,6 @@ pub mod transaction;
 
 pub use backend::{Backend, BackendError, ClusterBackend, Target};
 pub use config::ProxyConfig;
+pub use local::{LocalBackend, LocalBroker, Mode};
 pub use service::MessagingProxy;
 pub use status::Refusal;

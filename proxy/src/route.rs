@@ -9,6 +9,11 @@
 //! proxy and this one put a group in the same queue), any other message to the next queue
 //! round robin.
 //!
+//! In local mode ([`Mode::Local`]) the queues written to are this broker's only, whatever
+//! the name server says of its master, as Apache's `LocalTopicRouteService` takes them from
+//! the broker's own topic table: a message sent to a broker's endpoint is stored by that
+//! broker (or refused by it), never forwarded.
+//!
 //! A route is kept [`ROUTE_TTL`] and fetched again when older, or when a send through it
 //! failed to reach its broker ([`Routes::invalidate`]): brokers come and go every 30 s of
 //! registration, and a stale route costs a failed send.
@@ -25,6 +30,7 @@ use remoting::protocol::route::TopicRouteData;
 use remoting::{RemotingCommand, RequestCode, ResponseCode, fastjson};
 
 use crate::backend::{Backend, Target};
+use crate::local::{LocalBroker, Mode};
 use crate::pb::Code;
 use crate::status::Refusal;
 
@@ -53,22 +59,39 @@ pub struct TopicRoute {
     pub masters: BTreeMap<String, String>,
     /// Writable queues with a master, sorted by (broker name, queue id).
     pub write_queues: Vec<WriteQueue>,
+    /// Local mode: this broker's address, where every send and topic request goes.
+    local_addr: Option<String>,
     /// Round-robin position (starts anywhere, as Apache's).
     next: AtomicUsize,
 }
 
 impl TopicRoute {
-    /// The route of `data`.
+    /// The route of `data` (cluster mode).
     #[must_use]
     pub fn new(data: TopicRouteData) -> Self {
+        Self::in_mode(data, &Mode::Cluster)
+    }
+
+    /// The route of `data` as an endpoint in `mode` writes to it.
+    #[must_use]
+    pub fn in_mode(data: TopicRouteData, mode: &Mode) -> Self {
         let masters: BTreeMap<String, String> = data
             .broker_datas
             .iter()
             .filter_map(|b| Some((b.broker_name.clone(), b.master_addr()?.to_owned())))
             .collect();
+        let local = mode.local();
+        // Who serves a broker name's writes: its master, or in local mode this broker for
+        // its own name and nobody for the others.
+        let writer = |broker: &str| -> Option<String> {
+            match local {
+                None => masters.get(broker).cloned(),
+                Some(LocalBroker { name, addr }) => (name == broker).then(|| addr.clone()),
+            }
+        };
         let mut write_queues = Vec::new();
         let mut push = |broker: &str, nums: i32| {
-            if let Some(addr) = masters.get(broker) {
+            if let Some(addr) = writer(broker) {
                 for queue_id in 0..nums {
                     write_queues.push(WriteQueue {
                         broker_name: broker.to_owned(),
@@ -105,6 +128,7 @@ impl TopicRoute {
             data,
             masters,
             write_queues,
+            local_addr: local.map(|b| b.addr.clone()),
             next: AtomicUsize::new(fastrand::usize(..)),
         }
     }
@@ -124,9 +148,13 @@ impl TopicRoute {
         self.write_queues.get(at)
     }
 
-    /// Any master of the route (for requests about the topic, not one queue).
+    /// Any master of the route (for requests about the topic, not one queue); in local mode
+    /// this broker.
     #[must_use]
     pub fn any_master(&self) -> Option<&str> {
+        if let Some(addr) = &self.local_addr {
+            return Some(addr);
+        }
         let n = self.masters.len();
         if n == 0 {
             return None;
@@ -177,17 +205,31 @@ pub fn consistent_hash(input: i64, buckets: usize) -> usize {
 #[derive(Debug)]
 pub struct Routes<B> {
     backend: Arc<B>,
+    mode: Mode,
     cache: Mutex<HashMap<String, (Instant, Arc<TopicRoute>)>>,
 }
 
 impl<B: Backend> Routes<B> {
-    /// An empty cache over `backend`.
+    /// An empty cache over `backend` (cluster mode).
     #[must_use]
     pub fn new(backend: Arc<B>) -> Self {
+        Self::with_mode(backend, Mode::Cluster)
+    }
+
+    /// An empty cache over `backend` for an endpoint in `mode`.
+    #[must_use]
+    pub fn with_mode(backend: Arc<B>, mode: Mode) -> Self {
         Routes {
             backend,
+            mode,
             cache: Mutex::new(HashMap::new()),
         }
+    }
+
+    /// The mode routes are taken in.
+    #[must_use]
+    pub fn mode(&self) -> &Mode {
+        &self.mode
     }
 
     /// The route of `topic`: cached if fresh, else asked for.
@@ -201,7 +243,7 @@ impl<B: Backend> Routes<B> {
                 return Ok(Arc::clone(route));
             }
         }
-        let route = Arc::new(TopicRoute::new(self.fetch(topic).await?));
+        let route = Arc::new(TopicRoute::in_mode(self.fetch(topic).await?, &self.mode));
         self.cache
             .lock()
             .insert(topic.to_owned(), (Instant::now(), Arc::clone(&route)));
@@ -314,6 +356,42 @@ mod tests {
         let g = route.select(Some("group-1")).cloned();
         assert!(g.is_some());
         assert_eq!(route.select(Some("group-1")).cloned(), g);
+    }
+
+    #[test]
+    fn local_mode_writes_to_this_broker_only() {
+        let data = TopicRouteData {
+            queue_datas: vec![queues("a", 4, 2, 6), queues("b", 4, 3, 6)],
+            broker_datas: vec![
+                broker("a", &[(0, "10.0.0.1:10911"), (1, "10.0.0.2:10911")]),
+                broker("b", &[(0, "10.0.0.3:10911")]),
+            ],
+            ..TopicRouteData::default()
+        };
+        // The slave of broker a: its own queues, at its own address (its store refuses).
+        let slave = Mode::Local(LocalBroker {
+            name: "a".into(),
+            addr: "10.0.0.2:10911".into(),
+        });
+        let route = TopicRoute::in_mode(data.clone(), &slave);
+        let got: Vec<(&str, i32, &str)> = route
+            .write_queues
+            .iter()
+            .map(|q| (q.broker_name.as_str(), q.queue_id, q.addr.as_str()))
+            .collect();
+        assert_eq!(
+            got,
+            [("a", 0, "10.0.0.2:10911"), ("a", 1, "10.0.0.2:10911")]
+        );
+        assert_eq!(route.any_master(), Some("10.0.0.2:10911"));
+        // QueryRoute still lists the whole cluster.
+        assert_eq!(route.data.broker_datas.len(), 2);
+        // A broker with no queue of the topic has nothing to write to.
+        let other = Mode::Local(LocalBroker {
+            name: "c".into(),
+            addr: "10.0.0.9:10911".into(),
+        });
+        assert!(TopicRoute::in_mode(data, &other).select(None).is_none());
     }
 
     #[test]

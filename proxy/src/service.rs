@@ -2,8 +2,9 @@
 //! protocol, as Apache's proxy serves it.
 //!
 //! - QueryRoute: the topic's queues from the name server, each broker's endpoints replaced by
-//!   the proxy's own (the client keeps talking to the proxy), the accepted message types from
-//!   the topic's `message.type`.
+//!   the proxy's own (the client keeps talking to the proxy), or in local mode by that
+//!   broker's own gRPC endpoint ([`Mode`]), the accepted message types from the topic's
+//!   `message.type`.
 //! - Telemetry: the client's settings are kept and answered with the server's
 //!   ([`crate::settings`]; a consumer's FIFO flag and attempts from its group:
 //!   [`crate::consume`]); the stream stays open for the commands the server sends: a
@@ -49,6 +50,7 @@ use crate::backend::{Backend, Inbound, Target};
 use crate::config::ProxyConfig;
 use crate::consume::Consumers;
 use crate::convert::{self, Limits, Outgoing};
+use crate::local::Mode;
 use crate::metadata::{TopicMessageType, TopicTypes};
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::{self, ClientType, Code, settings::PubSub, telemetry_command::Command};
@@ -162,14 +164,22 @@ struct Shared<B> {
     limits: Limits,
     /// The port clients reach this proxy on, put in QueryRoute's endpoints.
     port: u16,
+    /// Cluster or local mode.
+    mode: Mode,
 }
 
 impl<B: Backend> MessagingProxy<B> {
-    /// The service over `backend`, advertising `port` as its own in routes.
+    /// The service over `backend` in cluster mode, advertising `port` as its own in routes.
     #[must_use]
     pub fn new(backend: B, config: ProxyConfig, port: u16) -> Self {
+        Self::with_mode(backend, config, port, Mode::Cluster)
+    }
+
+    /// The service over `backend` in `mode`, serving on `port`.
+    #[must_use]
+    pub fn with_mode(backend: B, config: ProxyConfig, port: u16, mode: Mode) -> Self {
         let backend = Arc::new(backend);
-        let routes = Arc::new(Routes::new(Arc::clone(&backend)));
+        let routes = Arc::new(Routes::with_mode(Arc::clone(&backend), mode.clone()));
         let transactions = Arc::new(Transactions::new(
             Arc::clone(&backend),
             Arc::clone(&routes),
@@ -187,6 +197,7 @@ impl<B: Backend> MessagingProxy<B> {
             limits: config.limits(),
             config,
             port,
+            mode,
         });
         // The brokers' check-backs come through the backend.
         shared.backend.serve_inbound(Arc::new(CheckBacks {
@@ -227,13 +238,22 @@ impl<B: Backend> Shared<B> {
         let topic = check_topic(request.topic.as_ref())?;
         let route = self.routes.get(topic).await?;
         let kind = self.types.get(topic).await;
+        let resource = request.topic.clone().unwrap_or_default();
+        if let Mode::Local(_) = self.mode {
+            // Every broker's own endpoint: its host, our port.
+            return Ok(convert::message_queues_at(
+                &route,
+                &resource,
+                kind,
+                |addr| convert::broker_endpoints(addr, self.port),
+            ));
+        }
         // The addresses the client reached us at, with our port (Apache's default:
         // `useEndpointPortFromRequest=false`).
         let mut endpoints = request.endpoints.clone().unwrap_or_default();
         for address in &mut endpoints.addresses {
             address.port = i32::from(self.port);
         }
-        let resource = request.topic.clone().unwrap_or_default();
         Ok(convert::message_queues(&route, &resource, &endpoints, kind))
     }
 

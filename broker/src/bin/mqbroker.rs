@@ -2,6 +2,11 @@
 //!
 //! `mqbroker -c broker.toml [-n 127.0.0.1:9876] [-o key=value ...]`; the file may be a
 //! RocketMQ broker.conf as is. SIGTERM or SIGINT stop it cleanly (exit 0).
+//!
+//! `--enable-proxy` (as Apache's `mqbroker` script) or `enableGrpcProxy=true` also serves
+//! RocketMQ 5's gRPC protocol on `grpcServerPort` (local mode); `-pc rmq-proxy.json` gives
+//! that endpoint Apache's proxy settings (its `grpcServerPort` unless the broker sets one, its
+//! `namesrvAddr` unless `-n` does, the message limits and client settings).
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -11,6 +16,7 @@ use std::sync::Arc;
 use broker::broker::Broker;
 use broker::config::{ACCEPTED_UNUSED_KEYS, BrokerConfig};
 use clap::Parser;
+use proxy::ProxyConfig;
 use remoting::settings::Settings;
 use store::StoreConfig;
 use tokio::signal::unix::{SignalKind, signal};
@@ -33,6 +39,23 @@ struct Cli {
     /// Prints every setting (broker, store, HA) with its effective value and exits.
     #[arg(short = 'p', long = "printConfigItem")]
     print_config_item: bool,
+    /// Serves the gRPC endpoint too (the same as `-o enableGrpcProxy=true`).
+    #[arg(long = "enable-proxy")]
+    enable_proxy: bool,
+    /// The gRPC endpoint's settings: Apache's rmq-proxy.json (`-pc` as Apache's), or TOML /
+    /// properties.
+    #[arg(long = "proxyConfigPath", value_name = "FILE")]
+    proxy_config_file: Option<PathBuf>,
+}
+
+/// Apache's two-letter `-pc` as the long option clap knows (clap would read `-p -c`).
+fn apache_args() -> Vec<String> {
+    std::env::args()
+        .map(|a| match a.as_str() {
+            "-pc" => "--proxyConfigPath".to_owned(),
+            _ => a,
+        })
+        .collect()
 }
 
 fn init_tracing() {
@@ -43,14 +66,28 @@ fn init_tracing() {
         .init();
 }
 
-type Loaded = (BrokerConfig, StoreConfig, ha::HaConfig, auth::AuthConfig);
+/// Everything `mqbroker` is configured with.
+struct Loaded {
+    broker: BrokerConfig,
+    store: StoreConfig,
+    ha: ha::HaConfig,
+    auth: auth::AuthConfig,
+    proxy: ProxyConfig,
+}
 
 fn load(cli: &Cli) -> Result<Loaded, Box<dyn std::error::Error>> {
+    let proxy = ProxyConfig::load(cli.proxy_config_file.as_deref(), &[])?;
     let mut overrides = cli.overrides.clone();
     if let Some(n) = &cli.namesrv_addr {
         overrides.push(format!("namesrvAddr={n}"));
     } else if let Ok(n) = std::env::var("NAMESRV_ADDR") {
         overrides.insert(0, format!("namesrvAddr={n}"));
+    } else if !proxy.namesrv_addr.is_empty() {
+        // Apache's local mode hands the proxy file's name servers to its broker as `-n`.
+        overrides.push(format!("namesrvAddr={}", proxy.namesrv_addr));
+    }
+    if cli.enable_proxy {
+        overrides.push("enableGrpcProxy=true".to_owned());
     }
     let settings = Settings::load(cli.config_file.as_deref(), &overrides)?;
     let broker: BrokerConfig = settings.deserialize()?;
@@ -60,13 +97,25 @@ fn load(cli: &Cli) -> Result<Loaded, Box<dyn std::error::Error>> {
     settings.accept_keys(ACCEPTED_UNUSED_KEYS);
     settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
     settings.warn_unknown();
-    Ok((broker, store, ha, auth))
+    Ok(Loaded {
+        broker,
+        store,
+        ha,
+        auth,
+        proxy,
+    })
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(apache_args());
     init_tracing();
-    let (config, store_config, ha_config, auth_config) = match load(&cli) {
+    let Loaded {
+        broker: config,
+        store: store_config,
+        ha: ha_config,
+        auth: auth_config,
+        proxy: proxy_config,
+    } = match load(&cli) {
         Ok(c) => c,
         Err(e) => return fatal(&format!("cannot load config: {e}")),
     };
@@ -115,7 +164,13 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
-    match runtime.block_on(serve(config, store_config, ha_config, auth_config)) {
+    match runtime.block_on(serve(
+        config,
+        store_config,
+        ha_config,
+        auth_config,
+        proxy_config,
+    )) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fatal(&e.to_string()),
     }
@@ -131,6 +186,7 @@ async fn serve(
     store_config: StoreConfig,
     ha_config: ha::HaConfig,
     auth_config: auth::AuthConfig,
+    proxy_config: ProxyConfig,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -149,13 +205,15 @@ async fn serve(
     )?;
     let port = listener.local_addr()?.port();
     let vip_channel = broker::server::bind_vip_channel(&config, port)?;
+    let grpc = broker::grpc::bind(&config, proxy_config)?;
     // Opening the store (its lock, then recovery) may take a while.
     let broker = tokio::task::spawn_blocking(move || {
         Broker::open_with_auth(config, store_config, ha_config, &auth_config, port)
     })
     .await??;
     let broker = Arc::new(broker);
-    let started = broker::server::start(Arc::clone(&broker), listener, vip_channel)?;
+    let started =
+        broker::server::start(Arc::clone(&broker), listener, vip_channel)?.with_grpc(grpc);
     // Only now: every part the role needs is up.
     println!(
         "The broker[{}, {}] boot success. serializeType=JSON",

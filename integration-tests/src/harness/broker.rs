@@ -43,6 +43,8 @@ pub const HA_BROKER_NAME: &str = "broker-a";
 pub struct BrokerProcess {
     process: ChildProcess,
     port: u16,
+    /// `grpcServerPort` when the gRPC endpoint (local mode) is on.
+    grpc_port: Option<u16>,
     namesrv: String,
 }
 
@@ -64,6 +66,37 @@ impl BrokerProcess {
     #[must_use]
     pub fn start_with(namesrv: &str, settings: &[(&str, &str)]) -> Self {
         Self::launch("broker", "mqbroker", namesrv, &[], settings)
+    }
+
+    /// Starts the master `broker-a` with the gRPC endpoint on (`enableGrpcProxy=true`, local
+    /// mode) on a reserved port, and extra `-o` settings.
+    ///
+    /// # Panics
+    /// When it does not start (with its logs).
+    #[must_use]
+    pub fn start_with_grpc(
+        namesrv: &str,
+        settings: &[(&str, &str)],
+        proxy_settings: &[(&str, &str)],
+    ) -> Self {
+        let grpc = crate::ports::reserve();
+        let port = grpc.port().to_string();
+        let mut all = vec![
+            ("enableGrpcProxy", "true"),
+            ("grpcServerPort", port.as_str()),
+        ];
+        all.extend_from_slice(settings);
+        let mut broker = Self::launch_with(
+            "broker-grpc",
+            "mqbroker",
+            namesrv,
+            &[],
+            &all,
+            proxy_settings,
+            vec![grpc],
+        );
+        broker.grpc_port = Some(port.parse().expect("a port"));
+        broker
     }
 
     /// Starts broker `label` (names its directory and logs) of pair [`HA_BROKER_NAME`] with
@@ -122,9 +155,29 @@ impl BrokerProcess {
         identity: &[(&str, String)],
         settings: &[(&str, &str)],
     ) -> Self {
+        Self::launch_with(
+            dir_prefix,
+            name,
+            namesrv,
+            identity,
+            settings,
+            &[],
+            Vec::new(),
+        )
+    }
+
+    fn launch_with(
+        dir_prefix: &str,
+        name: &str,
+        namesrv: &str,
+        identity: &[(&str, String)],
+        settings: &[(&str, &str)],
+        proxy_settings: &[(&str, &str)],
+        extra_ports: Vec<crate::ports::PortReservation>,
+    ) -> Self {
         let dir = TestDir::new(dir_prefix);
         // listenPort - 2 (the VIP channel) ..= listenPort + 1 (HA).
-        let ports = crate::ports::reserve_consecutive(4);
+        let mut ports = crate::ports::reserve_consecutive(4);
         let port = ports[2].port();
         let config = workspace_root().join("deploy").join("broker.toml");
         let mut spec = ProcessSpec::new(name, binary("broker", "mqbroker"))
@@ -144,11 +197,44 @@ impl BrokerProcess {
         for (key, value) in settings {
             spec = spec.setting(key, value);
         }
+        if !proxy_settings.is_empty() {
+            // The gRPC endpoint's settings, as Apache's rmq-proxy.json (`-pc`).
+            let file = dir.path().join("rmq-proxy.json");
+            let json: serde_json::Map<String, serde_json::Value> = proxy_settings
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), serde_json::Value::String((*v).to_owned())))
+                .collect();
+            std::fs::write(&file, serde_json::Value::Object(json).to_string())
+                .expect("rmq-proxy.json written");
+            spec = spec.arg("-pc").arg(&file);
+        }
+        ports.extend(extra_ports);
         BrokerProcess {
             process: ChildProcess::start(spec, dir, ports),
             port,
+            grpc_port: None,
             namesrv: namesrv.to_owned(),
         }
+    }
+
+    /// `127.0.0.1:grpcServerPort`: the gRPC SDKs' endpoint, when started
+    /// [`with_grpc`](Self::start_with_grpc).
+    ///
+    /// # Panics
+    /// When the endpoint is off.
+    #[must_use]
+    pub fn grpc_endpoint(&self) -> String {
+        format!(
+            "127.0.0.1:{}",
+            self.grpc_port
+                .expect("the broker was started with its gRPC endpoint")
+        )
+    }
+
+    /// What it logged so far (stdout and stderr).
+    #[must_use]
+    pub fn log(&self) -> String {
+        format!("{}{}", self.process.stdout(), self.process.stderr())
     }
 
     /// `127.0.0.1:listenPort`.
