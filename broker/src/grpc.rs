@@ -59,7 +59,7 @@ pub fn bind(
         return Ok(None);
     }
     let port = port(broker, &proxy);
-    let listener = crate::server::bind_as(
+    let listener = crate::listen::bind_as(
         &broker.bind_address,
         port,
         broker.server_socket_backlog,

@@ -28,6 +28,7 @@
 //!   real queue of a parked message).
 //! - [`grpc`]: the gRPC endpoint of RocketMQ 5's SDKs inside the broker (local mode,
 //!   `enableGrpcProxy`), over the `proxy` crate.
+//! - [`listen`]: the listening sockets, bound before the store is touched.
 //! - [`server`]: serving, registration loop, housekeeping, clean shutdown.
 //! - [`service_switch`]: idempotent start/stop of master-only services (one atomic flag).
 //! - [`slave_sync`]: a slave's periodic copy of its master's tables.
@@ -48,6 +49,7 @@ pub mod delay_offset;
 pub mod durability;
 pub mod filter;
 pub mod grpc;
+pub mod listen;
 pub mod persist;
 pub mod pop;
 pub mod processor;

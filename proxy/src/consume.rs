@@ -463,8 +463,8 @@ impl<B: Backend> Consumers<B> {
             client_version,
         )?;
         let queue = request.message_queue.as_ref();
-        let topic = crate::service::check_topic(queue.and_then(|q| q.topic.as_ref()))?.to_owned();
-        let group = crate::service::check_group(request.group.as_ref())?.to_owned();
+        let topic = crate::resource::check_topic(queue.and_then(|q| q.topic.as_ref()))?.to_owned();
+        let group = crate::resource::check_group(request.group.as_ref())?.to_owned();
         let invisible = if request.auto_renew {
             self.config.default_invisible_time_mills
         } else {
@@ -612,8 +612,8 @@ impl<B: Backend> Consumers<B> {
         request: &pb::AckMessageRequest,
         now_ms: i64,
     ) -> pb::AckMessageResponse {
-        let names = crate::service::check_topic(request.topic.as_ref()).and_then(|t| {
-            crate::service::check_group(request.group.as_ref())
+        let names = crate::resource::check_topic(request.topic.as_ref()).and_then(|t| {
+            crate::resource::check_group(request.group.as_ref())
                 .map(|g| (t.to_owned(), g.to_owned()))
         });
         let (topic, group) = match names {
@@ -658,8 +658,8 @@ impl<B: Backend> Consumers<B> {
         request: &pb::ChangeInvisibleDurationRequest,
         now_ms: i64,
     ) -> Result<String, Refusal> {
-        let topic = crate::service::check_topic(request.topic.as_ref())?;
-        let group = crate::service::check_group(request.group.as_ref())?;
+        let topic = crate::resource::check_topic(request.topic.as_ref())?;
+        let group = crate::resource::check_group(request.group.as_ref())?;
         let invisible = check_invisible(
             request.invisible_duration.as_ref().map_or(0, millis_of),
             0,
@@ -768,11 +768,11 @@ impl<B: Backend> Consumers<B> {
         request: &pb::ForwardMessageToDeadLetterQueueRequest,
         now_ms: i64,
     ) -> pb::Status {
-        let topic = match crate::service::check_topic(request.topic.as_ref()) {
+        let topic = match crate::resource::check_topic(request.topic.as_ref()) {
             Ok(t) => t,
             Err(r) => return r.status(),
         };
-        let group = match crate::service::check_group(request.group.as_ref()) {
+        let group = match crate::resource::check_group(request.group.as_ref()) {
             Ok(g) => g,
             Err(r) => return r.status(),
         };
@@ -796,8 +796,8 @@ impl<B: Backend> Consumers<B> {
         request: &pb::QueryAssignmentRequest,
         endpoints: &pb::Endpoints,
     ) -> Result<Vec<pb::Assignment>, Refusal> {
-        let topic = crate::service::check_topic(request.topic.as_ref())?;
-        let group = crate::service::check_group(request.group.as_ref())?;
+        let topic = crate::resource::check_topic(request.topic.as_ref())?;
+        let group = crate::resource::check_group(request.group.as_ref())?;
         let route = self.routes.get(topic).await?;
         let fifo = self.group_policy(group, topic).await.fifo;
         let resource = request.topic.clone().unwrap_or_default();

@@ -35,6 +35,7 @@
 //! - [`status`]: failures as the protocol reports them ([`Refusal`]), code mappings.
 //! - [`transaction`]: half messages' brokers and offsets, EndTransaction, the brokers'
 //!   check-backs to a producer's telemetry stream, the producer groups' registration.
+//! - [`resource`]: the topics and groups a client may name.
 //! - [`service`]: the tonic service ([`MessagingProxy`]).
 //! - [`server`]: serving it on a bound listener with keepalive.
 //! - [`config`]: [`ProxyConfig`], Apache's `rmq-proxy.json` keys.
@@ -46,6 +47,7 @@ pub mod convert;
 pub mod local;
 pub mod metadata;
 pub mod pb;
+pub mod resource;
 pub mod route;
 pub mod server;
 pub mod service;

@@ -40,7 +40,7 @@ use std::sync::{Arc, Weak};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
-use remoting::protocol::constants::{system, validate_group, validate_topic};
+use remoting::protocol::constants::system;
 use tokio::sync::mpsc;
 use tonic::codegen::tokio_stream::{self, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
@@ -54,6 +54,7 @@ use crate::local::Mode;
 use crate::metadata::{TopicMessageType, TopicTypes};
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::{self, ClientType, Code, settings::PubSub, telemetry_command::Command};
+use crate::resource::{check_group, check_topic};
 use crate::route::Routes;
 use crate::settings::{self, ClientSettings};
 use crate::status::{self, Refusal};
@@ -65,8 +66,6 @@ pub const CLIENT_ID: &str = "x-mq-client-id";
 pub const LANGUAGE: &str = "x-mq-language";
 /// The `x-mq-client-version` header.
 pub const CLIENT_VERSION: &str = "x-mq-client-version";
-/// Consumer groups of RocketMQ itself (`MixAll.CID_SYS_RMQ_TRANS` and the like).
-const SYSTEM_GROUP_PREFIX: &str = "CID_RMQ_SYS_";
 /// Telemetry commands waiting to be written to one client.
 const TELEMETRY_BUFFER: usize = 16;
 
@@ -113,32 +112,6 @@ fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
-/// ILLEGAL_TOPIC unless `topic` names a topic clients may use.
-pub(crate) fn check_topic(topic: Option<&pb::Resource>) -> Result<&str, Refusal> {
-    let name = topic.map_or("", |t| t.name.as_str());
-    validate_topic(name).map_err(|e| Refusal::new(Code::IllegalTopic, e.to_string()))?;
-    if system::is_system_topic(name) {
-        return Err(Refusal::new(
-            Code::IllegalTopic,
-            "cannot access system topic",
-        ));
-    }
-    Ok(name)
-}
-
-/// ILLEGAL_CONSUMER_GROUP unless `group` names a group clients may use.
-pub(crate) fn check_group(group: Option<&pb::Resource>) -> Result<&str, Refusal> {
-    let name = group.map_or("", |g| g.name.as_str());
-    validate_group(name).map_err(|e| Refusal::new(Code::IllegalConsumerGroup, e))?;
-    if name.starts_with(SYSTEM_GROUP_PREFIX) {
-        return Err(Refusal::new(
-            Code::IllegalConsumerGroup,
-            "cannot use system consumer group",
-        ));
-    }
-    Ok(name)
 }
 
 /// The gRPC endpoint: one per proxy, shared by every call (and by the tasks serving

@@ -198,13 +198,13 @@ async fn serve(
         info!(signal = name, "shutting down");
     };
     // Every port first, so a taken one stops the broker before it touches the store.
-    let listener = broker::server::bind(
+    let listener = broker::listen::bind(
         &config.bind_address,
         config.listen_port,
         config.server_socket_backlog,
     )?;
     let port = listener.local_addr()?.port();
-    let vip_channel = broker::server::bind_vip_channel(&config, port)?;
+    let vip_channel = broker::listen::bind_vip_channel(&config, port)?;
     let grpc = broker::grpc::bind(&config, proxy_config)?;
     // Opening the store (its lock, then recovery) may take a while.
     let broker = tokio::task::spawn_blocking(move || {
