@@ -263,6 +263,29 @@ impl CaseProgram {
         timeout: Duration,
         options: RunOptions,
     ) -> ChildOutput {
+        self.run_as(case, endpoint, topic, group, timeout, options, None)
+    }
+
+    /// [`run_with`](Self::run_with), signing every call as `credentials` (access key, secret
+    /// key: `--access-key`, `--secret-key`) when given.
+    ///
+    /// # Panics
+    /// When the endpoint is not on loopback or the program cannot be started.
+    #[must_use]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one per option of the case program"
+    )]
+    pub fn run_as(
+        &self,
+        case: &str,
+        endpoint: &str,
+        topic: &str,
+        group: &str,
+        timeout: Duration,
+        options: RunOptions,
+        credentials: Option<(&str, &str)>,
+    ) -> ChildOutput {
         assert!(endpoint.starts_with("127."), "not on loopback: {endpoint}");
         let home = TestDir::new(&format!("grpc-{}-{case}", self.sdk.name()));
         let inner = timeout
@@ -284,6 +307,12 @@ impl CaseProgram {
             .args(["--endpoint", endpoint, "--topic", topic, "--group", group])
             .args(["--timeout-ms", &inner])
             .args(["--consume", if options.consume { "yes" } else { "no" }])
+            .args(
+                credentials
+                    .map(|(ak, sk)| ["--access-key", ak, "--secret-key", sk])
+                    .into_iter()
+                    .flatten(),
+            )
             .env("HOME", home.path())
             .env_remove("NAMESRV_ADDR")
             .env("PYTHONUNBUFFERED", "1");

@@ -18,6 +18,15 @@
 //! stored properties with what mqproxy stored for the same case and SDK (values that differ by
 //! nature masked: ids, times, addresses): the reference for what the proxy writes.
 //!
+//! `auth::<right|wrong>_key_<sdk>`: a second system whose broker has ACL 2.0 on (a super user
+//! the proxy signs its own requests as, `innerClientAuthenticationCredentials`; a normal user
+//! `alice` with Pub and Sub on her topic) and whose mqproxy authenticates and authorizes every
+//! call against the broker's users: the `normal` case run as alice sends all its messages;
+//! run with a wrong secret key it sends none, and mqproxy logs the refusal
+//! (`check signature failed.`). `tls::normal_go`: the Go SDK with TLS on (its default)
+//! through a mqproxy that serves TLS only (`tlsServerMode=enforcing`, test-mode certificate),
+//! the stored messages checked as in `native::`.
+//!
 //! `local::<case>_<sdk>` runs the same send-only cases against the gRPC endpoint inside
 //! `mqbroker` (local mode: `enableGrpcProxy=true`), a second system of its own (name server
 //! and broker), and checks them the same way.
@@ -25,9 +34,11 @@
 //! `received::<case>_<sdk>` (mqproxy) and `local_received::<case>_<sdk>` (local mode): the
 //! whole case, consuming too (ReceiveMessage, AckMessage, ChangeInvisibleDuration,
 //! QueryAssignment over POP), judged as tests/grpc_proxy.rs judges it through Apache's proxy:
-//! `normal`, `fifo` (its group orderly), `delay`, `simple`, `push`, `transaction`. Test names
-//! are `<kind>::<case>_<sdk>`; one system (name server, broker,
-//! mqproxy; Apache's proxy when first needed) serves every trial, which run one at a time.
+//! `normal`, `fifo` (its group orderly), `delay`, `simple`, `push`, `transaction`.
+//!
+//! Test names are `<kind>::<case>_<sdk>`; each system (name server, broker, mqproxy; the local
+//! one; the auth one; Apache's proxy) is started when a trial first needs it and serves all
+//! that need it; trials run one at a time.
 //! Its own `main` (libtest-mimic): the usual filters, `--ignored`, `--list`.
 
 #![allow(
@@ -241,6 +252,8 @@ type Slot<T> = Mutex<Option<Result<Arc<T>, String>>>;
 static SYSTEM: Slot<System> = Mutex::new(None);
 static LOCAL: Slot<LocalSystem> = Mutex::new(None);
 static APACHE: Slot<ApacheProxy> = Mutex::new(None);
+static AUTH: Slot<AuthSystem> = Mutex::new(None);
+static TLS_PROXY: Slot<MqProxy> = Mutex::new(None);
 
 /// The value of `slot`, started by `start` on first use; a start that failed fails every
 /// later use the same way.
@@ -466,6 +479,213 @@ fn received(case: &'static str, sdk: Sdk, mode: Mode) -> Result<(), Failed> {
     check_deliveries(case, &run).map_err(|why| failure(&why, &out, ""))
 }
 
+// ------------------------------------------------------------------------ auth and TLS
+
+/// The user the ACL broker is set up with and the proxy signs its own requests as.
+const ROOT: (&str, &str) = integration_tests::acl::ROOT;
+/// The normal user the SDKs sign as.
+const ALICE: (&str, &str) = ("alice", "alice-secret");
+
+/// The topic of the auth trials of `sdk`.
+fn auth_topic(sdk: Sdk) -> String {
+    format!("auth_normal_{}", sdk.name())
+}
+
+/// Name server, ACL-enabled broker, mqproxy with authentication and authorization on; fields
+/// drop in order (proxy first), the broker and name server only kept running.
+#[derive(Debug)]
+struct AuthSystem {
+    proxy: MqProxy,
+    _broker: BrokerProcess,
+    _ns: NamesrvProcess,
+}
+
+impl AuthSystem {
+    fn start() -> AuthSystem {
+        let ns = NamesrvProcess::start();
+        let settings = integration_tests::acl::acl_2_settings();
+        let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let broker = BrokerProcess::start_with(&ns.addr(), &pairs);
+        let admin = |args: &[&str]| {
+            let mut all = args.to_vec();
+            all.extend(["-c", CLUSTER, "--accessKey", ROOT.0, "--secretKey", ROOT.1]);
+            integration_tests::harness::mqadmin(&ns.addr(), &all).assert_ok();
+        };
+        let topics: Vec<String> = Sdk::ALL.iter().map(|s| auth_topic(*s)).collect();
+        for t in &topics {
+            let header = remoting::protocol::broker::CreateTopicRequestHeader {
+                topic: t.clone(),
+                default_topic: "TBW102".to_owned(),
+                read_queue_nums: QUEUES,
+                write_queue_nums: QUEUES,
+                perm: 6,
+                topic_filter_type: "SINGLE_TAG".to_owned(),
+                topic_sys_flag: Some(0),
+                order: false,
+                attributes: Some("+message.type=NORMAL".to_owned()),
+                force: None,
+            };
+            let request = remoting::RemotingCommand::request_with(
+                remoting::RequestCode::UpdateAndCreateTopic,
+                &header,
+            );
+            let response =
+                integration_tests::acl::signed_request(&broker.addr(), ROOT, request).unwrap();
+            assert_eq!(response.code(), 0, "create {t}: {:?}", response.remark());
+        }
+        admin(&["createUser", "-u", ALICE.0, "-p", ALICE.1]);
+        let resources: Vec<String> = topics.iter().map(|t| format!("Topic:{t}")).collect();
+        admin(&[
+            "createAcl",
+            "-s",
+            "User:alice",
+            "-r",
+            &resources.join(","),
+            "-a",
+            "Pub,Sub",
+            "-d",
+            "Allow",
+        ]);
+        // The topics' routes: the broker registers them with its next heartbeat.
+        let routed = || {
+            topics.iter().all(|t| {
+                let header = remoting::protocol::namesrv::GetRouteInfoRequestHeader {
+                    topic: t.clone(),
+                    accept_standard_json_only: Some(true),
+                };
+                integration_tests::client::try_request(
+                    &ns.addr(),
+                    remoting::RemotingCommand::request_with(
+                        remoting::RequestCode::GetRouteinfoByTopic,
+                        &header,
+                    ),
+                )
+                .is_ok_and(|r| r.code() == 0)
+            })
+        };
+        assert!(
+            integration_tests::harness::wait_until(Duration::from_secs(40), routed),
+            "the auth topics were never routed"
+        );
+        let inner = format!(r#"{{"accessKey":"{}","secretKey":"{}"}}"#, ROOT.0, ROOT.1);
+        let proxy = MqProxy::start(
+            &ns.addr(),
+            &[
+                ("authenticationEnabled", "true"),
+                ("authorizationEnabled", "true"),
+                ("innerClientAuthenticationCredentials", &inner),
+            ],
+        );
+        AuthSystem {
+            proxy,
+            _broker: broker,
+            _ns: ns,
+        }
+    }
+}
+
+fn auth_system() -> Result<Arc<AuthSystem>, String> {
+    started(&AUTH, "the ACL system", AuthSystem::start)
+}
+
+/// `auth::<right|wrong>_key_<sdk>`: the send-only `normal` case signed as alice, with her
+/// secret key or a wrong one.
+fn signed_send(sdk: Sdk, right_key: bool) -> Result<(), Failed> {
+    if !tools::available(sdk.tools()) {
+        return Ok(());
+    }
+    let system = auth_system()?;
+    let offset = system.proxy.log().len();
+    let secret = if right_key {
+        ALICE.1
+    } else {
+        "not-alice-secret"
+    };
+    let out = sdk.program().run_as(
+        "normal",
+        &system.proxy.grpc_endpoint(),
+        &auth_topic(sdk),
+        &group("normal", sdk),
+        CASE_TIMEOUT,
+        RunOptions {
+            consume: false,
+            tls: false,
+        },
+        Some((ALICE.0, secret)),
+    );
+    let run = CaseRun::parse(&out.stdout);
+    let log = log_since(&system.proxy.log(), offset);
+    if right_key {
+        if let Some(why) = run.failure(&out) {
+            return Err(failure(&why, &out, &log));
+        }
+        if run.sent.len() != sent_count("normal") {
+            return Err(failure(
+                &format!(
+                    "{} sends answered, {} expected",
+                    run.sent.len(),
+                    sent_count("normal")
+                ),
+                &out,
+                &log,
+            ));
+        }
+        return Ok(());
+    }
+    if out.success() || !run.sent.is_empty() {
+        return Err(failure(
+            &format!("a wrong key sent {} messages", run.sent.len()),
+            &out,
+            &log,
+        ));
+    }
+    if !log.contains("check signature failed.") {
+        return Err(failure(
+            "mqproxy did not log the refused signature",
+            &out,
+            &log,
+        ));
+    }
+    Ok(())
+}
+
+/// `tls::normal_go`: the Go SDK over TLS (its default) to a mqproxy that serves TLS only.
+fn tls_normal_go() -> Result<(), Failed> {
+    let sdk = Sdk::Go;
+    if !tools::available(sdk.tools()) {
+        return Ok(());
+    }
+    let system = system()?;
+    let t = "tls_normal_go";
+    let proxy = started(&TLS_PROXY, "mqproxy with TLS", || {
+        system
+            .broker
+            .create_topic_with_attributes(t, QUEUES, "+message.type=NORMAL");
+        MqProxy::start(
+            &system.ns.addr(),
+            &[
+                ("tlsServerMode", "enforcing"),
+                ("tlsTestModeEnable", "true"),
+            ],
+        )
+    })?;
+    let log = || proxy.log();
+    let options = RunOptions {
+        consume: false,
+        tls: true,
+    };
+    let (run, out) = run_program("normal", sdk, &proxy.grpc_endpoint(), t, options, &log)?;
+    let got = stored::wait_for(
+        &system.broker.addr(),
+        t,
+        QUEUES,
+        sent_count("normal"),
+        READ_BACK,
+    );
+    stored::check_stored("normal", &run, &got)
+        .map_err(|why| failure(&format!("{why}\nstored: {got:#?}"), &out, ""))
+}
+
 // ------------------------------------------------------------------------------- main
 
 fn main() {
@@ -491,6 +711,15 @@ fn main() {
             ));
         }
     }
+    for sdk in Sdk::ALL {
+        for (kind, right) in [("right", true), ("wrong", false)] {
+            trials.push(Trial::test(
+                format!("auth::{kind}_key_{}", sdk.name()),
+                move || signed_send(sdk, right),
+            ));
+        }
+    }
+    trials.push(Trial::test("tls::normal_go", tls_normal_go));
     for mode in [Mode::Cluster, Mode::Local] {
         for case in CASES {
             for sdk in Sdk::ALL {
@@ -502,6 +731,13 @@ fn main() {
         }
     }
     let conclusion = libtest_mimic::run(&args, trials);
+    drop(
+        TLS_PROXY
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(),
+    );
+    drop(AUTH.lock().unwrap_or_else(PoisonError::into_inner).take());
     drop(APACHE.lock().unwrap_or_else(PoisonError::into_inner).take());
     drop(SYSTEM.lock().unwrap_or_else(PoisonError::into_inner).take());
     drop(LOCAL.lock().unwrap_or_else(PoisonError::into_inner).take());

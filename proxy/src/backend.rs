@@ -131,6 +131,14 @@ impl ClusterBackend {
         }
     }
 
+    /// The same backend, passing every request through `hook` before it goes out (the
+    /// proxy's credentials for an ACL-enabled cluster: `innerClientAuthenticationCredentials`).
+    #[must_use]
+    pub fn with_hook(mut self, hook: Option<Arc<dyn remoting::client::RequestHook>>) -> Self {
+        self.client = self.client.with_hook(hook);
+        self
+    }
+
     async fn invoke_addr(
         &self,
         target: Target,

@@ -12,7 +12,9 @@ use std::time::Duration;
 use remoting::settings::{Settings, SettingsError};
 use serde::{Deserialize, Serialize};
 
+use crate::auth::UserCache;
 use crate::convert::Limits;
+use crate::tls::TlsConfig;
 
 /// Settings of the proxy. Defaults are Apache's `ProxyConfig` defaults.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -80,6 +82,20 @@ pub struct ProxyConfig {
     pub transaction_data_expire_scan_period_millis: u64,
     /// `transactionDataMaxNum`: entries kept per producer group and transaction id (15).
     pub transaction_data_max_num: usize,
+    /// `rocketMQClusterName`: the cluster behind the proxy, whose brokers hold the users and
+    /// ACLs (`DefaultCluster`).
+    #[serde(rename = "rocketMQClusterName")]
+    pub rocket_mq_cluster_name: String,
+    /// Apache's auth keys (`authenticationEnabled`, `authorizationEnabled`,
+    /// `innerClientAuthenticationCredentials`, `authConfigPath`, ...): [`crate::auth`].
+    #[serde(skip)]
+    pub auth: auth::AuthConfig,
+    /// `userCacheRefreshSecond`, `aclCacheRefreshSecond`.
+    #[serde(skip)]
+    pub user_cache: UserCache,
+    /// `tlsServerMode`, `tlsTestModeEnable`, `tlsCertPath`, `tlsKeyPath`: [`crate::tls`].
+    #[serde(skip)]
+    pub tls: TlsConfig,
 }
 
 impl Default for ProxyConfig {
@@ -113,6 +129,10 @@ impl Default for ProxyConfig {
             transaction_data_expire_millis: 30_000,
             transaction_data_expire_scan_period_millis: 10_000,
             transaction_data_max_num: 15,
+            rocket_mq_cluster_name: "DefaultCluster".to_owned(),
+            auth: auth::AuthConfig::default(),
+            user_cache: UserCache::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -120,7 +140,6 @@ impl Default for ProxyConfig {
 /// Keys of Apache's `rmq-proxy.json` a sluice deployment may carry that this proxy takes
 /// without using (cluster mode: there is one cluster behind it, and no remoting listener yet).
 pub const ACCEPTED_UNUSED_KEYS: &[&str] = &[
-    "rocketMQClusterName",
     "proxyMode",
     "proxyName",
     "proxyClusterName",
@@ -155,8 +174,12 @@ impl ProxyConfig {
             }
             None => Settings::load(file, overrides)?,
         };
-        let config: ProxyConfig = settings.deserialize()?;
+        let mut config: ProxyConfig = settings.deserialize()?;
+        config.auth = settings.deserialize()?;
+        config.user_cache = settings.deserialize()?;
+        config.tls = settings.deserialize()?;
         settings.accept_keys(ACCEPTED_UNUSED_KEYS);
+        settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
         settings.warn_unknown();
         Ok(config)
     }
@@ -242,5 +265,34 @@ mod tests {
             ProxyConfig::load(None, &["transactionHeartbeatPeriodSecond=2".to_owned()]).unwrap();
         assert_eq!(fast.transaction_heartbeat_period_second, 2);
         assert_eq!(defaults.limits(), Limits::default());
+        assert!(!defaults.auth.authentication_enabled);
+        assert_eq!(defaults.tls, TlsConfig::default());
+    }
+
+    #[test]
+    fn auth_and_tls_keys() {
+        let config = ProxyConfig::load(
+            None,
+            &[
+                "authenticationEnabled=true".to_owned(),
+                "authorizationEnabled=true".to_owned(),
+                r#"innerClientAuthenticationCredentials={"accessKey":"rocketmq","secretKey":"12345678"}"#.to_owned(),
+                "userCacheRefreshSecond=5".to_owned(),
+                "tlsServerMode=permissive".to_owned(),
+                "tlsTestModeEnable=false".to_owned(),
+                "tlsCertPath=/etc/rocketmq/tls/rocketmq.crt".to_owned(),
+                "rocketMQClusterName=C1".to_owned(),
+            ],
+        )
+        .unwrap();
+        assert!(config.auth.authentication_enabled && config.auth.authorization_enabled);
+        assert_eq!(
+            config.auth.inner_credentials().unwrap().unwrap().access_key,
+            "rocketmq"
+        );
+        assert_eq!(config.user_cache.ttl(), Duration::from_secs(5));
+        assert_eq!(config.tls.tls_server_mode, crate::tls::TlsMode::Permissive);
+        assert!(!config.tls.tls_test_mode_enable);
+        assert_eq!(config.rocket_mq_cluster_name, "C1");
     }
 }

@@ -39,7 +39,12 @@
 //! - [`service`]: the tonic service ([`MessagingProxy`]).
 //! - [`server`]: serving it on a bound listener with keepalive.
 //! - [`config`]: [`ProxyConfig`], Apache's `rmq-proxy.json` keys.
+//! - [`auth`]: authentication and authorization of every call ([`auth::Gate`]) against the
+//!   ACL 2.0 users and policies, read from the brokers (cluster mode) or a directory at hand.
+//! - [`tls`]: TLS on the gRPC port (rustls): disabled, permissive (TLS and plaintext on one
+//!   port) or enforcing; a self-signed certificate in test mode.
 
+pub mod auth;
 pub mod backend;
 pub mod config;
 pub mod consume;
@@ -53,6 +58,7 @@ pub mod server;
 pub mod service;
 pub mod settings;
 pub mod status;
+pub mod tls;
 pub mod transaction;
 
 pub use backend::{Backend, BackendError, ClusterBackend, Target};

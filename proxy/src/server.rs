@@ -5,6 +5,10 @@
 //! answer within [`KEEPALIVE_TIMEOUT`] is closed: a client that vanished (its machine gone,
 //! a NAT dropped the flow) is noticed in seconds rather than when TCP gives up (Apache
 //! #10510), which matters for the telemetry streams each client keeps open.
+//!
+//! [`serve`] takes any `MessagingService` (the proxy, or the proxy behind
+//! [`crate::auth::Authenticated`]) and optional [`Tls`] (then the listener's connections are
+//! sniffed and handshaken by [`crate::tls::incoming`]).
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,8 +18,9 @@ use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
 use crate::backend::Backend;
-use crate::pb::messaging_service_server::MessagingServiceServer;
+use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::service::MessagingProxy;
+use crate::tls::{self, Tls};
 
 /// How often an idle connection is pinged.
 pub const KEEPALIVE_INTERVAL: Duration = Duration::from_secs(20);
@@ -25,7 +30,7 @@ pub const KEEPALIVE_TIMEOUT: Duration = Duration::from_secs(10);
 /// batch of several messages must fit.
 pub const MAX_INBOUND_MESSAGE_SIZE: usize = 130 * 1024 * 1024;
 
-/// Serves `service` on `listener` until `shutdown` completes.
+/// Serves `service` on `listener` until `shutdown` completes (plaintext).
 ///
 /// # Errors
 /// The server failed (not a single call: those are answered).
@@ -34,14 +39,37 @@ pub async fn run<B: Backend>(
     service: MessagingProxy<B>,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
-    let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
-    Server::builder()
+    serve(listener, None, service, shutdown).await
+}
+
+/// Serves `service` on `listener`, with `tls` when given, until `shutdown` completes.
+///
+/// # Errors
+/// The server failed (not a single call: those are answered).
+pub async fn serve<S: MessagingService>(
+    listener: TcpListener,
+    tls: Option<Tls>,
+    service: S,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    let router = Server::builder()
         .http2_keepalive_interval(Some(KEEPALIVE_INTERVAL))
         .http2_keepalive_timeout(Some(KEEPALIVE_TIMEOUT))
         .add_service(
             MessagingServiceServer::new(service)
                 .max_decoding_message_size(MAX_INBOUND_MESSAGE_SIZE),
-        )
-        .serve_with_incoming_shutdown(incoming, shutdown)
-        .await
+        );
+    match tls {
+        None => {
+            let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+            router
+                .serve_with_incoming_shutdown(incoming, shutdown)
+                .await
+        }
+        Some(tls) => {
+            router
+                .serve_with_incoming_shutdown(tls::incoming(listener, tls), shutdown)
+                .await
+        }
+    }
 }

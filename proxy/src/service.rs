@@ -139,6 +139,9 @@ struct Shared<B> {
     port: u16,
     /// Cluster or local mode.
     mode: Mode,
+    /// Checks each telemetry command when authentication or authorization is on (the other
+    /// calls are checked before they reach the service: [`crate::auth::Authenticated`]).
+    gate: std::sync::OnceLock<Arc<crate::auth::Gate>>,
 }
 
 impl<B: Backend> MessagingProxy<B> {
@@ -171,12 +174,22 @@ impl<B: Backend> MessagingProxy<B> {
             config,
             port,
             mode,
+            gate: std::sync::OnceLock::new(),
         });
         // The brokers' check-backs come through the backend.
         shared.backend.serve_inbound(Arc::new(CheckBacks {
             shared: Arc::downgrade(&shared),
         }));
         MessagingProxy { shared }
+    }
+
+    /// The same service, checking each telemetry command with `gate` (set once).
+    #[must_use]
+    pub fn with_gate(self, gate: Arc<crate::auth::Gate>) -> Self {
+        if self.shared.gate.set(gate).is_err() {
+            debug!("telemetry gate already set");
+        }
+        self
     }
 
     /// Clients that reported their settings and did not terminate.
@@ -708,6 +721,7 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
         if let Err(r) = caller.require_id() {
             return Err(telemetry_error(&r));
         }
+        let (metadata, peer) = (request.metadata().clone(), request.remote_addr());
         let mut commands = request.into_inner();
         let (tx, rx) = mpsc::channel(TELEMETRY_BUFFER);
         // The stream is served by a task of its own, which needs the service: a handle
@@ -718,6 +732,19 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
             loop {
                 match commands.message().await {
                     Ok(Some(command)) => {
+                        if let Some(gate) = service.gate.get() {
+                            if let Err(r) = gate.admit_parts(&metadata, peer, &command).await {
+                                // Apache answers a refused command on the stream, which stays open.
+                                let refused = pb::TelemetryCommand {
+                                    status: Some(r.status()),
+                                    command: None,
+                                };
+                                if this.out.send(Ok(refused)).await.is_err() {
+                                    break;
+                                }
+                                continue;
+                            }
+                        }
                         let answer = service.on_telemetry(&this.caller, command, &this.out).await;
                         let ended = answer.is_err();
                         let item = match answer {

@@ -2,7 +2,7 @@
 // on Apache's official Go gRPC SDK (github.com/apache/rocketmq-clients/golang/v5), as
 // ../README.md describes them for every SDK: the same arguments, messages and result lines.
 //
-//	grpc-client CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no]
+//	grpc-client CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no] [--access-key AK --secret-key SK]
 //	  CASE: normal | fifo | delay | transaction | simple | push | priority
 //
 // --consume no: the cases that send and then consume (normal, fifo, delay) only send, and print
@@ -65,6 +65,8 @@ func main() {
 	group := fs.String("group", "", "consumer group")
 	timeoutMs := fs.Int64("timeout-ms", 120000, "hard timeout")
 	consume := fs.String("consume", "yes", "yes: consume what was sent; no: only send")
+	accessKey := fs.String("access-key", "", "sign calls as this user (with --secret-key)")
+	secretKey := fs.String("secret-key", "", "the user's secret key")
 	if err := fs.Parse(os.Args[2:]); err != nil || fs.NArg() != 0 {
 		usage(fmt.Sprint("bad arguments ", os.Args[2:]))
 	}
@@ -89,7 +91,7 @@ func main() {
 		cfg: &rmq.Config{
 			Endpoint:      *endpoint,
 			ConsumerGroup: *group,
-			Credentials:   &credentials.SessionCredentials{},
+			Credentials:   &credentials.SessionCredentials{AccessKey: *accessKey, AccessSecret: *secretKey},
 		},
 		topic:   *topic,
 		group:   *group,

@@ -2,7 +2,7 @@
 Python gRPC SDK (rocketmq-python-client from PyPI), as ../README.md describes them for every SDK:
 the same arguments, messages and result lines.
 
-    grpc_client.py CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no]
+    grpc_client.py CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no] [--access-key AK --secret-key SK]
       CASE: normal | fifo | delay | transaction | simple | push | priority
 
 --consume no: the cases that send and then consume (normal, fifo, delay) only send, and print
@@ -46,7 +46,8 @@ def leave(code):
 
 class Case:
     def __init__(self, args):
-        self.config = ClientConfiguration(args.endpoint, Credentials(), request_timeout=10)
+        credentials = Credentials(args.access_key or "", args.secret_key or "")
+        self.config = ClientConfiguration(args.endpoint, credentials, request_timeout=10)
         self.topic = args.topic
         self.group = args.group
         self.consume = args.consume == "yes"
@@ -326,6 +327,8 @@ def main():
     parser.add_argument("--group", required=True)
     parser.add_argument("--timeout-ms", type=int, default=120000)
     parser.add_argument("--consume", choices=("yes", "no"), default="yes")
+    parser.add_argument("--access-key")
+    parser.add_argument("--secret-key")
     try:
         args = parser.parse_args(sys.argv[2:])
     except SystemExit:

@@ -4,16 +4,26 @@
 //! `mqproxy -n 127.0.0.1:9876 [-pc rmq-proxy.json] [-o grpcServerPort=8081 ...]`, as Apache's
 //! `mqproxy` takes them (`-pc`, `-pm cluster`, `-n`, `NAMESRV_ADDR`); `-c FILE` is the same
 //! as `-pc`. Logs `listening on <addr>` once serving; SIGTERM or SIGINT stop it (exit 0). A
-//! port that cannot be bound ends it at once with one line naming the cause.
+//! port that cannot be bound ends it at once with one line naming the cause, and so does a
+//! TLS certificate or key that cannot be read.
+//!
+//! Authentication (`authenticationEnabled`, `authorizationEnabled`: [`proxy::auth`]) checks
+//! every call against the users of the cluster's brokers, or of `authConfigPath` when set;
+//! `innerClientAuthenticationCredentials` sign the proxy's own requests. TLS
+//! (`tlsServerMode`, `tlsTestModeEnable`, `tlsCertPath`, `tlsKeyPath`: [`proxy::tls`]) is off
+//! unless asked for.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::Parser;
+use proxy::auth::{Authenticated, BrokerUsers, Gate, LocalUsers, Users};
+use proxy::tls::Tls;
 use proxy::{ClusterBackend, MessagingProxy, ProxyConfig};
-use remoting::client::ClientConfig;
+use remoting::client::{ClientConfig, RequestHook};
 use tokio::signal::unix::{SignalKind, signal};
 use tracing::info;
 use tracing_subscriber::EnvFilter;
@@ -123,12 +133,40 @@ async fn serve(config: ProxyConfig) -> Result<(), String> {
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     let namesrv = config.namesrv_list();
     info!(namesrv = ?namesrv, "cluster mode");
-    let backend = ClusterBackend::new(ClientConfig::default(), namesrv);
+    let tls = Tls::from_config(&config.tls).map_err(|e| format!("cannot serve TLS: {e}"))?;
+    // Apache's proxy signs its requests with these (`AclClientRPCHook`).
+    let hook = config
+        .auth
+        .inner_credentials()
+        .map_err(|e| e.to_string())?
+        .map(|c| Arc::new(c) as Arc<dyn RequestHook>);
+    let backend = ClusterBackend::new(ClientConfig::default(), namesrv).with_hook(hook);
+    let gate = Gate::new(&config.auth, users(&config, &backend)?);
     let service = MessagingProxy::new(backend, config, local.port());
     info!(addr = %local, "listening on {local}");
-    proxy::server::run(listener, service, shutdown)
-        .await
-        .map_err(|e| format!("gRPC server failed: {e}"))?;
+    let served = match gate {
+        Some(gate) => {
+            let service = Authenticated::new(service.with_gate(Arc::clone(&gate)), gate);
+            proxy::server::serve(listener, tls, service, shutdown).await
+        }
+        None => proxy::server::serve(listener, tls, service, shutdown).await,
+    };
+    served.map_err(|e| format!("gRPC server failed: {e}"))?;
     info!("stopped");
     Ok(())
+}
+
+/// Where the users and ACLs are read: the files in `authConfigPath` when it is set (the same
+/// files a broker keeps), else the cluster's brokers, as Apache's proxy reads them.
+fn users(config: &ProxyConfig, backend: &ClusterBackend) -> Result<Arc<dyn Users>, String> {
+    if let Some(dir) = &config.auth.auth_config_path {
+        let local = LocalUsers::open(dir)
+            .map_err(|e| format!("cannot read the users in {}: {e}", dir.display()))?;
+        return Ok(Arc::new(local));
+    }
+    Ok(Arc::new(BrokerUsers::new(
+        Arc::new(backend.clone()),
+        &config.rocket_mq_cluster_name,
+        config.user_cache.ttl(),
+    )))
 }

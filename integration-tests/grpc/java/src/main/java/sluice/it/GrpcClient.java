@@ -13,7 +13,9 @@ import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import org.apache.rocketmq.client.apis.ClientConfiguration;
+import org.apache.rocketmq.client.apis.ClientConfigurationBuilder;
 import org.apache.rocketmq.client.apis.ClientServiceProvider;
+import org.apache.rocketmq.client.apis.StaticSessionCredentialsProvider;
 import org.apache.rocketmq.client.apis.consumer.ConsumeResult;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
@@ -33,7 +35,7 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  * same result lines on stdout.
  *
  * <pre>
- * GrpcClient CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no]
+ * GrpcClient CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no] [--access-key AK --secret-key SK]
  *   CASE: normal | fifo | delay | transaction | simple | push | priority
  * </pre>
  *
@@ -58,12 +60,17 @@ public final class GrpcClient {
     /** Whether the send-then-consume cases consume ({@code --consume}, yes by default). */
     private final boolean consume;
 
-    private GrpcClient(String endpoint, String topic, String group, boolean consume) {
-        this.config = ClientConfiguration.newBuilder()
+    private GrpcClient(String endpoint, String topic, String group, boolean consume,
+            String accessKey, String secretKey) {
+        ClientConfigurationBuilder builder = ClientConfiguration.newBuilder()
                 .setEndpoints(endpoint)
                 .enableSsl(false)
-                .setRequestTimeout(Duration.ofSeconds(10))
-                .build();
+                .setRequestTimeout(Duration.ofSeconds(10));
+        if (accessKey != null) {
+            builder.setCredentialProvider(new StaticSessionCredentialsProvider(accessKey,
+                    secretKey == null ? "" : secretKey));
+        }
+        this.config = builder.build();
         this.topic = topic;
         this.group = group;
         this.consume = consume;
@@ -81,7 +88,7 @@ public final class GrpcClient {
             opts.put(argv[i].substring(2), argv[i + 1]);
         }
         for (String k : opts.keySet()) {
-            if (!Set.of("endpoint", "topic", "group", "timeout-ms", "consume").contains(k)) {
+            if (!Set.of("endpoint", "topic", "group", "timeout-ms", "consume", "access-key", "secret-key").contains(k)) {
                 usage("unknown option --" + k);
             }
         }
@@ -95,7 +102,8 @@ public final class GrpcClient {
         if (!consume.equals("yes") && !consume.equals("no")) {
             usage("--consume must be yes or no");
         }
-        GrpcClient c = new GrpcClient(endpoint, need(opts, "topic"), need(opts, "group"), consume.equals("yes"));
+        GrpcClient c = new GrpcClient(endpoint, need(opts, "topic"), need(opts, "group"), consume.equals("yes"),
+                opts.get("access-key"), opts.get("secret-key"));
         int code;
         try {
             code = c.run(argv[0]) ? 0 : 1;
