@@ -79,9 +79,13 @@ impl BrokerProcessor {
 
 impl Processor for BrokerProcessor {
     fn process(&self, channel: &Channel, request: RemotingCommand) -> Reply {
-        // Every request, known or not, as Apache's request pipeline runs before any processor.
-        if let Err(refusal) = self.broker.guard.check(&request, channel.peer_addr()) {
-            return Reply::Now(refusal);
+        // Every request, known or not, as Apache's request pipeline runs before any processor;
+        // but not the broker's own gRPC endpoint (local mode), which checked its caller
+        // already, as Apache's local mode calls the processors past that pipeline.
+        if !channel.is_in_process() {
+            if let Err(refusal) = self.broker.guard.check(&request, channel.peer_addr()) {
+                return Reply::Now(refusal);
+            }
         }
         let code = request.code();
         let Ok(known) = RequestCode::try_from(code) else {

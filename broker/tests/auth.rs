@@ -21,6 +21,7 @@ const ROOT: (&str, &str) = ("root", "root-secret");
 
 struct Running {
     addr: String,
+    role: Arc<broker::role::Role>,
     stop: oneshot::Sender<()>,
     done: tokio::task::JoinHandle<()>,
 }
@@ -48,11 +49,13 @@ async fn start(dir: &std::path::Path, auth: AuthConfig) -> Running {
     );
     let (stop, stopped) = oneshot::channel::<()>();
     let started = broker::server::start(broker, listener, None).unwrap();
+    let role = Arc::clone(started.role());
     let done = tokio::spawn(started.serve(async {
         let _ = stopped.await;
     }));
     Running {
         addr: format!("127.0.0.1:{port}"),
+        role,
         stop,
         done,
     }
@@ -193,6 +196,30 @@ async fn authentication_refuses_what_apache_refuses() {
         answer(&b.call(Some(("alice", "alice-secret")), send("T1")).await),
         (no_permission, "User:alice is disabled.".into())
     );
+    b.stop().await;
+}
+
+/// The broker's own gRPC endpoint (local mode) calls it in-process after checking the call
+/// itself: those requests are not checked again, while the same unsigned request from a
+/// socket, even from loopback, is refused.
+#[tokio::test]
+async fn in_process_requests_are_the_brokers_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let b = start(dir.path(), acl_2(true, true)).await;
+    let local = remoting::local::LocalClient::new(
+        Arc::new(broker::server::dispatcher(&b.role)),
+        "127.0.0.1:50001".parse().unwrap(),
+    );
+    assert_eq!(
+        answer(&b.call(None, send("T1")).await),
+        (
+            ResponseCode::NoPermission.code(),
+            "username cannot be null.".into()
+        )
+    );
+    let r = local.invoke(send("T1"), T).await.unwrap();
+    assert_eq!(answer(&r).0, 0, "{:?}", r.remark());
+    local.close();
     b.stop().await;
 }
 

@@ -23,9 +23,12 @@
 //! `alice` with Pub and Sub on her topic) and whose mqproxy authenticates and authorizes every
 //! call against the broker's users: the `normal` case run as alice sends all its messages;
 //! run with a wrong secret key it sends none, and mqproxy logs the refusal
-//! (`check signature failed.`). `tls::normal_go`: the Go SDK with TLS on (its default)
-//! through a mqproxy that serves TLS only (`tlsServerMode=enforcing`, test-mode certificate),
-//! the stored messages checked as in `native::`.
+//! (`check signature failed.`). `local_auth::<right|wrong>_key_<sdk>`: the same through that
+//! broker's own gRPC endpoint (local mode), checked against its users because its settings
+//! turn authentication on. `tls::normal_go`: the Go SDK with TLS on (its default) through a
+//! mqproxy that serves TLS only (`tlsServerMode=enforcing`, test-mode certificate), the stored
+//! messages checked as in `native::`; `local_tls::normal_go` the same through the local
+//! system's endpoint with its default settings (permissive: TLS and plaintext on one port).
 //!
 //! `local::<case>_<sdk>` runs the same send-only cases against the gRPC endpoint inside
 //! `mqbroker` (local mode: `enableGrpcProxy=true`), a second system of its own (name server
@@ -209,6 +212,7 @@ impl LocalSystem {
         let ns = NamesrvProcess::start();
         let broker = BrokerProcess::start_with_grpc(&ns.addr(), &BROKER_SETTINGS, &PROXY_SETTINGS);
         create_topics(&broker, false);
+        broker.create_topic_with_attributes(LOCAL_TLS_TOPIC, QUEUES, "+message.type=NORMAL");
         eprintln!(
             "grpc_native: local system up in {:.1}s (gRPC in mqbroker at {}, broker {}, name server {})",
             started.elapsed().as_secs_f64(),
@@ -280,11 +284,15 @@ fn system() -> Result<Arc<System>, String> {
     started(&SYSTEM, "the sluice system", System::start)
 }
 
+fn local_system() -> Result<Arc<LocalSystem>, String> {
+    started(&LOCAL, "the local-mode system", LocalSystem::start)
+}
+
 /// The system of `mode`, started on first use.
 fn sluice(mode: Mode) -> Result<Arc<dyn Sluice>, String> {
     let system: Arc<dyn Sluice> = match mode {
         Mode::Cluster => system()?,
-        Mode::Local => started(&LOCAL, "the local-mode system", LocalSystem::start)?,
+        Mode::Local => local_system()?,
     };
     Ok(system)
 }
@@ -491,12 +499,13 @@ fn auth_topic(sdk: Sdk) -> String {
     format!("auth_normal_{}", sdk.name())
 }
 
-/// Name server, ACL-enabled broker, mqproxy with authentication and authorization on; fields
-/// drop in order (proxy first), the broker and name server only kept running.
+/// Name server, ACL-enabled broker serving gRPC itself too (local mode: its endpoint checks
+/// calls because the broker's settings turn authentication on), mqproxy with authentication
+/// and authorization on; fields drop in order (proxy first).
 #[derive(Debug)]
 struct AuthSystem {
     proxy: MqProxy,
-    _broker: BrokerProcess,
+    broker: BrokerProcess,
     _ns: NamesrvProcess,
 }
 
@@ -505,7 +514,7 @@ impl AuthSystem {
         let ns = NamesrvProcess::start();
         let settings = integration_tests::acl::acl_2_settings();
         let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-        let broker = BrokerProcess::start_with(&ns.addr(), &pairs);
+        let broker = BrokerProcess::start_with_grpc(&ns.addr(), &pairs, &[]);
         let admin = |args: &[&str]| {
             let mut all = args.to_vec();
             all.extend(["-c", CLUSTER, "--accessKey", ROOT.0, "--secretKey", ROOT.1]);
@@ -578,7 +587,7 @@ impl AuthSystem {
         );
         AuthSystem {
             proxy,
-            _broker: broker,
+            broker,
             _ns: ns,
         }
     }
@@ -588,14 +597,23 @@ fn auth_system() -> Result<Arc<AuthSystem>, String> {
     started(&AUTH, "the ACL system", AuthSystem::start)
 }
 
-/// `auth::<right|wrong>_key_<sdk>`: the send-only `normal` case signed as alice, with her
-/// secret key or a wrong one.
-fn signed_send(sdk: Sdk, right_key: bool) -> Result<(), Failed> {
+/// `auth::<right|wrong>_key_<sdk>` (mqproxy) and `local_auth::<right|wrong>_key_<sdk>` (the
+/// broker's own endpoint): the send-only `normal` case signed as alice, with her secret key
+/// or a wrong one.
+fn signed_send(sdk: Sdk, right_key: bool, mode: Mode) -> Result<(), Failed> {
     if !tools::available(sdk.tools()) {
         return Ok(());
     }
     let system = auth_system()?;
-    let offset = system.proxy.log().len();
+    let (endpoint, grpc_log) = match mode {
+        Mode::Cluster => (system.proxy.grpc_endpoint(), system.proxy.log()),
+        Mode::Local => (system.broker.grpc_endpoint(), system.broker.log()),
+    };
+    let log_now = || match mode {
+        Mode::Cluster => system.proxy.log(),
+        Mode::Local => system.broker.log(),
+    };
+    let offset = grpc_log.len();
     let secret = if right_key {
         ALICE.1
     } else {
@@ -603,7 +621,7 @@ fn signed_send(sdk: Sdk, right_key: bool) -> Result<(), Failed> {
     };
     let out = sdk.program().run_as(
         "normal",
-        &system.proxy.grpc_endpoint(),
+        &endpoint,
         &auth_topic(sdk),
         &group("normal", sdk),
         CASE_TIMEOUT,
@@ -614,7 +632,7 @@ fn signed_send(sdk: Sdk, right_key: bool) -> Result<(), Failed> {
         Some((ALICE.0, secret)),
     );
     let run = CaseRun::parse(&out.stdout);
-    let log = log_since(&system.proxy.log(), offset);
+    let log = log_since(&log_now(), offset);
     if right_key {
         if let Some(why) = run.failure(&out) {
             return Err(failure(&why, &out, &log));
@@ -641,7 +659,7 @@ fn signed_send(sdk: Sdk, right_key: bool) -> Result<(), Failed> {
     }
     if !log.contains("check signature failed.") {
         return Err(failure(
-            "mqproxy did not log the refused signature",
+            "the endpoint did not log the refused signature",
             &out,
             &log,
         ));
@@ -649,10 +667,12 @@ fn signed_send(sdk: Sdk, right_key: bool) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The topic of `local_tls::normal_go`, created with the local system.
+const LOCAL_TLS_TOPIC: &str = "local_tls_normal_go";
+
 /// `tls::normal_go`: the Go SDK over TLS (its default) to a mqproxy that serves TLS only.
 fn tls_normal_go() -> Result<(), Failed> {
-    let sdk = Sdk::Go;
-    if !tools::available(sdk.tools()) {
+    if !tools::available(Sdk::Go.tools()) {
         return Ok(());
     }
     let system = system()?;
@@ -669,19 +689,41 @@ fn tls_normal_go() -> Result<(), Failed> {
             ],
         )
     })?;
-    let log = || proxy.log();
+    tls_send(&proxy.grpc_endpoint(), &system.broker.addr(), t, &|| {
+        proxy.log()
+    })
+}
+
+/// `local_tls::normal_go`: the Go SDK over TLS to the broker's own endpoint with the default
+/// settings (permissive, as Apache's: TLS and plaintext on one port).
+fn local_tls_normal_go() -> Result<(), Failed> {
+    if !tools::available(Sdk::Go.tools()) {
+        return Ok(());
+    }
+    let system = local_system()?;
+    let broker = &system.broker;
+    tls_send(
+        &broker.grpc_endpoint(),
+        &broker.addr(),
+        LOCAL_TLS_TOPIC,
+        &|| broker.log(),
+    )
+}
+
+/// The Go SDK's `normal` case over TLS through `endpoint` to `topic`, the messages read back
+/// from the broker at `broker_addr` and checked.
+fn tls_send(
+    endpoint: &str,
+    broker_addr: &str,
+    topic: &str,
+    log: &dyn Fn() -> String,
+) -> Result<(), Failed> {
     let options = RunOptions {
         consume: false,
         tls: true,
     };
-    let (run, out) = run_program("normal", sdk, &proxy.grpc_endpoint(), t, options, &log)?;
-    let got = stored::wait_for(
-        &system.broker.addr(),
-        t,
-        QUEUES,
-        sent_count("normal"),
-        READ_BACK,
-    );
+    let (run, out) = run_program("normal", Sdk::Go, endpoint, topic, options, log)?;
+    let got = stored::wait_for(broker_addr, topic, QUEUES, sent_count("normal"), READ_BACK);
     stored::check_stored("normal", &run, &got)
         .map_err(|why| failure(&format!("{why}\nstored: {got:#?}"), &out, ""))
 }
@@ -711,15 +753,18 @@ fn main() {
             ));
         }
     }
-    for sdk in Sdk::ALL {
-        for (kind, right) in [("right", true), ("wrong", false)] {
-            trials.push(Trial::test(
-                format!("auth::{kind}_key_{}", sdk.name()),
-                move || signed_send(sdk, right),
-            ));
+    for (prefix, mode) in [("auth", Mode::Cluster), ("local_auth", Mode::Local)] {
+        for sdk in Sdk::ALL {
+            for (kind, right) in [("right", true), ("wrong", false)] {
+                trials.push(Trial::test(
+                    format!("{prefix}::{kind}_key_{}", sdk.name()),
+                    move || signed_send(sdk, right, mode),
+                ));
+            }
         }
     }
     trials.push(Trial::test("tls::normal_go", tls_normal_go));
+    trials.push(Trial::test("local_tls::normal_go", local_tls_normal_go));
     for mode in [Mode::Cluster, Mode::Local] {
         for case in CASES {
             for sdk in Sdk::ALL {

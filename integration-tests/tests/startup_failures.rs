@@ -5,7 +5,8 @@
 //! parsed, an unknown role or flush type; `mqnamesrv` with its port taken or a config it
 //! cannot use. And the gRPC endpoint inside `mqbroker`: off by default, on with
 //! `-o enableGrpcProxy=true` or `--enable-proxy` (a message sent through it with `mqgrpc`),
-//! and a taken `grpcServerPort` refused like the other ports.
+//! and a taken `grpcServerPort` refused like the other ports, as is the endpoint of a broker
+//! whose only ACL is 4.9's plain one (it would serve gRPC unchecked).
 
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
@@ -131,6 +132,23 @@ fn mqbroker_refuses_to_start_without_its_grpc_port() {
         "gRPC port taken",
         &exited,
         &[&format!("127.0.0.1:{}", grpc.port()), "grpcServerPort"],
+    );
+}
+
+#[test]
+fn mqbroker_refuses_a_grpc_endpoint_the_plain_acl_would_not_cover() {
+    let dir = TestDir::new("start-grpc-plain-acl");
+    let (_run, port) = free_run_of_ports();
+    let grpc = ports::reserve();
+    let exited = broker_spec(dir.path(), port)
+        .arg("--enable-proxy")
+        .setting("grpcServerPort", grpc.port())
+        .setting("aclEnable", "true")
+        .run_to_exit(dir.path(), GIVE_UP);
+    assert_refused(
+        "gRPC endpoint with only the 4.9 plain ACL",
+        &exited,
+        &["enableGrpcProxy with aclEnable", "authenticationEnabled"],
     );
 }
 

@@ -267,6 +267,10 @@ mod tests {
         assert_eq!(defaults.limits(), Limits::default());
         assert!(!defaults.auth.authentication_enabled);
         assert_eq!(defaults.tls, TlsConfig::default());
+        assert_eq!(
+            defaults.tls.tls_server_mode,
+            crate::tls::TlsMode::Permissive
+        );
     }
 
     #[test]
@@ -278,7 +282,7 @@ mod tests {
                 "authorizationEnabled=true".to_owned(),
                 r#"innerClientAuthenticationCredentials={"accessKey":"rocketmq","secretKey":"12345678"}"#.to_owned(),
                 "userCacheRefreshSecond=5".to_owned(),
-                "tlsServerMode=permissive".to_owned(),
+                "tlsServerMode=enforcing".to_owned(),
                 "tlsTestModeEnable=false".to_owned(),
                 "tlsCertPath=/etc/rocketmq/tls/rocketmq.crt".to_owned(),
                 "rocketMQClusterName=C1".to_owned(),
@@ -291,7 +295,7 @@ mod tests {
             "rocketmq"
         );
         assert_eq!(config.user_cache.ttl(), Duration::from_secs(5));
-        assert_eq!(config.tls.tls_server_mode, crate::tls::TlsMode::Permissive);
+        assert_eq!(config.tls.tls_server_mode, crate::tls::TlsMode::Enforcing);
         assert!(!config.tls.tls_test_mode_enable);
         assert_eq!(config.rocket_mq_cluster_name, "C1");
     }

@@ -125,6 +125,15 @@ impl LocalBackend {
         }
     }
 
+    /// The same backend, its remoting requests (to the name server and other brokers)
+    /// passed through `hook` first: the broker's `innerClientAuthenticationCredentials`, as
+    /// its own requests to them are signed. In-process requests need none.
+    #[must_use]
+    pub fn with_hook(mut self, hook: Option<Arc<dyn remoting::client::RequestHook>>) -> Self {
+        self.remote = self.remote.with_hook(hook);
+        self
+    }
+
     /// The broker it runs in.
     #[must_use]
     pub fn broker(&self) -> &LocalBroker {

@@ -17,6 +17,9 @@ use tokio::net::TcpListener;
 use tonic::transport::Server;
 use tonic::transport::server::TcpIncoming;
 
+use std::sync::Arc;
+
+use crate::auth::{Authenticated, Gate};
 use crate::backend::Backend;
 use crate::pb::messaging_service_server::{MessagingService, MessagingServiceServer};
 use crate::service::MessagingProxy;
@@ -40,6 +43,28 @@ pub async fn run<B: Backend>(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), tonic::transport::Error> {
     serve(listener, None, service, shutdown).await
+}
+
+/// Serves the proxy `service` on `listener` until `shutdown` completes: with `tls` when
+/// given, every call checked by `gate` when given (unary and receive calls before they reach
+/// the service, each telemetry command by the service). Both modes serve through here.
+///
+/// # Errors
+/// The server failed (not a single call: those are answered).
+pub async fn serve_proxy<B: Backend>(
+    listener: TcpListener,
+    tls: Option<Tls>,
+    service: MessagingProxy<B>,
+    gate: Option<Arc<Gate>>,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), tonic::transport::Error> {
+    match gate {
+        Some(gate) => {
+            let service = Authenticated::new(service.with_gate(Arc::clone(&gate)), gate);
+            serve(listener, tls, service, shutdown).await
+        }
+        None => serve(listener, tls, service, shutdown).await,
+    }
 }
 
 /// Serves `service` on `listener`, with `tls` when given, until `shutdown` completes.

@@ -2,9 +2,9 @@
 //! default (the Go SDK does) connects without being told otherwise.
 //!
 //! - `tlsServerMode` (sluice's key for Apache's `tls.server.mode`): `disabled` (plaintext
-//!   only: sluice's default, Apache's is `permissive`), `permissive` (TLS and plaintext on
-//!   the same port, told apart by the first byte a client sends: a TLS handshake record starts
-//!   with 0x16, an HTTP/2 preface with `P`), `enforcing` (TLS only).
+//!   only), `permissive` (the default, as Apache's: TLS and plaintext on the same port, told
+//!   apart by the first byte a client sends: a TLS handshake record starts with 0x16, an
+//!   HTTP/2 preface with `P`), `enforcing` (TLS only).
 //! - `tlsTestModeEnable` (true, as Apache's): serve a self-signed certificate generated at
 //!   start (Apache's test mode: clients that do not verify it, as the SDKs by default do not,
 //!   connect; nothing is authenticated by it).
@@ -46,9 +46,9 @@ const BACKLOG: usize = 64;
 #[serde(rename_all = "lowercase")]
 pub enum TlsMode {
     /// Plaintext only.
-    #[default]
     Disabled,
     /// TLS or plaintext, as each client starts.
+    #[default]
     Permissive,
     /// TLS only.
     Enforcing,
@@ -58,7 +58,7 @@ pub enum TlsMode {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, rename_all = "camelCase")]
 pub struct TlsConfig {
-    /// `tlsServerMode`: disabled (default), permissive or enforcing.
+    /// `tlsServerMode`: disabled, permissive (default) or enforcing.
     pub tls_server_mode: TlsMode,
     /// `tlsTestModeEnable`: a self-signed certificate made at start (true).
     pub tls_test_mode_enable: bool,
@@ -71,7 +71,7 @@ pub struct TlsConfig {
 impl Default for TlsConfig {
     fn default() -> Self {
         TlsConfig {
-            tls_server_mode: TlsMode::Disabled,
+            tls_server_mode: TlsMode::Permissive,
             tls_test_mode_enable: true,
             tls_cert_path: None,
             tls_key_path: None,
@@ -529,6 +529,12 @@ mod tests {
             ..config
         };
         assert!(Tls::from_config(&not_pem).is_err());
-        assert!(Tls::from_config(&TlsConfig::default()).unwrap().is_none());
+        let disabled = TlsConfig {
+            tls_server_mode: TlsMode::Disabled,
+            ..TlsConfig::default()
+        };
+        assert!(Tls::from_config(&disabled).unwrap().is_none());
+        let default = Tls::from_config(&TlsConfig::default()).unwrap().unwrap();
+        assert_eq!(default.mode(), TlsMode::Permissive, "Apache's default");
     }
 }

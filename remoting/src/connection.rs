@@ -181,6 +181,8 @@ struct ChannelInner {
     last_activity: AtomicU64,
     /// A deferred response was queued since the writer last looked (see `send_late`).
     late: AtomicBool,
+    /// The server's own process on the other end ([`Channel::in_process`]).
+    in_process: bool,
 }
 
 impl fmt::Debug for Channel {
@@ -232,6 +234,13 @@ impl Channel {
     /// returned receiver. For testing processors without a network.
     #[must_use]
     pub fn detached(peer: SocketAddr) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
+        Channel::without_socket(peer, false)
+    }
+
+    fn without_socket(
+        peer: SocketAddr,
+        in_process: bool,
+    ) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
         let (outgoing, queue) = mpsc::unbounded_channel();
         let (close_tx, _) = watch::channel(false);
         let channel = Channel {
@@ -246,9 +255,25 @@ impl Channel {
                 close_tx,
                 last_activity: AtomicU64::new(now_millis()),
                 late: AtomicBool::new(false),
+                in_process,
             }),
         };
         (channel, queue)
+    }
+
+    /// A [`detached`](Self::detached) channel for a client inside the server's own process
+    /// (`crate::local::LocalClient`: the gRPC endpoint of a broker calling that broker).
+    /// Such a client is the server itself, which checked its callers at its own door: the
+    /// server's request checks (authentication, ACLs) do not apply to it again.
+    #[must_use]
+    pub fn in_process(peer: SocketAddr) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
+        Channel::without_socket(peer, true)
+    }
+
+    /// Whether the other end is the server's own process ([`in_process`](Self::in_process)).
+    #[must_use]
+    pub fn is_in_process(&self) -> bool {
+        self.inner.in_process
     }
 
     /// Process-unique id of this connection.
@@ -458,6 +483,7 @@ fn start(
             close_tx,
             last_activity: AtomicU64::new(now_millis()),
             late: AtomicBool::new(false),
+            in_process: false,
         }),
     };
     channel.touch();

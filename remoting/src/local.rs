@@ -5,7 +5,7 @@
 //! Why: the gRPC endpoint's local mode (issue 17: the proxy inside `mqbroker`) must run the
 //! broker's request semantics without a network hop, and through the very code a remote
 //! client reaches, so that local and cluster mode cannot drift apart. A
-//! [`detached`](Channel::detached) channel stands for the client: whatever the handler
+//! [`in_process`](Channel::in_process) channel stands for the client: whatever the handler
 //! sends on it — a response given at once, one completed later (a held pull, a durable
 //! send), or a request of the server's own (CHECK_TRANSACTION_STATE to a producer) — comes
 //! out of its queue; responses are matched to their requests by opaque, requests are handed
@@ -49,7 +49,7 @@ impl LocalClient {
     /// within a tokio runtime: a task routes what the handler sends on the connection.
     #[must_use]
     pub fn new(handler: Arc<dyn RequestHandler>, peer: SocketAddr) -> Self {
-        let (channel, mut queue) = Channel::detached(peer);
+        let (channel, mut queue) = Channel::in_process(peer);
         let pending: Pending = Arc::default();
         let (requests_tx, requests_rx) = mpsc::unbounded_channel();
         let routes = Arc::clone(&pending);

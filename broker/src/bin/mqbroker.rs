@@ -205,7 +205,7 @@ async fn serve(
     )?;
     let port = listener.local_addr()?.port();
     let vip_channel = broker::listen::bind_vip_channel(&config, port)?;
-    let grpc = broker::grpc::bind(&config, proxy_config)?;
+    let grpc = broker::grpc::bind(&config, &auth_config, proxy_config)?;
     // Opening the store (its lock, then recovery) may take a while.
     let broker = tokio::task::spawn_blocking(move || {
         Broker::open_with_auth(config, store_config, ha_config, &auth_config, port)

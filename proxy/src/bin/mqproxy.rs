@@ -10,8 +10,8 @@
 //! Authentication (`authenticationEnabled`, `authorizationEnabled`: [`proxy::auth`]) checks
 //! every call against the users of the cluster's brokers, or of `authConfigPath` when set;
 //! `innerClientAuthenticationCredentials` sign the proxy's own requests. TLS
-//! (`tlsServerMode`, `tlsTestModeEnable`, `tlsCertPath`, `tlsKeyPath`: [`proxy::tls`]) is off
-//! unless asked for.
+//! (`tlsServerMode`, `tlsTestModeEnable`, `tlsCertPath`, `tlsKeyPath`: [`proxy::tls`]) is
+//! served beside plaintext on the same port by default, as Apache's proxy does.
 
 use std::io::IsTerminal;
 use std::net::SocketAddr;
@@ -20,7 +20,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
-use proxy::auth::{Authenticated, BrokerUsers, Gate, LocalUsers, Users};
+use proxy::auth::{BrokerUsers, Gate, LocalUsers, Users};
 use proxy::tls::Tls;
 use proxy::{ClusterBackend, MessagingProxy, ProxyConfig};
 use remoting::client::{ClientConfig, RequestHook};
@@ -144,13 +144,7 @@ async fn serve(config: ProxyConfig) -> Result<(), String> {
     let gate = Gate::new(&config.auth, users(&config, &backend)?);
     let service = MessagingProxy::new(backend, config, local.port());
     info!(addr = %local, "listening on {local}");
-    let served = match gate {
-        Some(gate) => {
-            let service = Authenticated::new(service.with_gate(Arc::clone(&gate)), gate);
-            proxy::server::serve(listener, tls, service, shutdown).await
-        }
-        None => proxy::server::serve(listener, tls, service, shutdown).await,
-    };
+    let served = proxy::server::serve_proxy(listener, tls, service, gate, shutdown).await;
     served.map_err(|e| format!("gRPC server failed: {e}"))?;
     info!("stopped");
     Ok(())
