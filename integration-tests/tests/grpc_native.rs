@@ -25,7 +25,9 @@
 //! run with a wrong secret key it sends none, and mqproxy logs the refusal
 //! (`check signature failed.`). `local_auth::<right|wrong>_key_<sdk>`: the same through that
 //! broker's own gRPC endpoint (local mode), checked against its users because its settings
-//! turn authentication on. `tls::normal_go`: the Go SDK with TLS on (its default) through a
+//! turn authentication on. The test itself is checked through Apache's proxy 5.3.3 with its
+//! documented auth settings: over the same sluice broker (`apache_auth::`) and over Apache's
+//! broker 5.3.3 with ACL 2.0 (`apache_broker_auth::`), both passing the same way. `tls::normal_go`: the Go SDK with TLS on (its default) through a
 //! mqproxy that serves TLS only (`tlsServerMode=enforcing`, test-mode certificate), the stored
 //! messages checked as in `native::`; `local_tls::normal_go` the same through the local
 //! system's endpoint with its default settings (permissive: TLS and plaintext on one port).
@@ -61,7 +63,7 @@ use integration_tests::grpc::{
 };
 use integration_tests::harness::tools::{self, Tool};
 use integration_tests::harness::{
-    ApacheProxy, BrokerProcess, ChildOutput, MqProxy, NamesrvProcess,
+    ApacheBroker, ApacheProxy, BrokerProcess, ChildOutput, MqProxy, NamesrvProcess,
 };
 use libtest_mimic::{Arguments, Failed, Trial};
 
@@ -266,6 +268,8 @@ static SYSTEM: Slot<System> = Mutex::new(None);
 static LOCAL: Slot<LocalSystem> = Mutex::new(None);
 static APACHE: Slot<ApacheProxy> = Mutex::new(None);
 static AUTH: Slot<AuthSystem> = Mutex::new(None);
+static AUTH_APACHE_PROXY: Slot<ApacheProxy> = Mutex::new(None);
+static AUTH_APACHE: Slot<ApacheAuthSystem> = Mutex::new(None);
 static TLS_PROXY: Slot<MqProxy> = Mutex::new(None);
 
 /// The value of `slot`, started by `start` on first use; a start that failed fails every
@@ -515,77 +519,145 @@ fn auth_topic(sdk: Sdk) -> String {
 struct AuthSystem {
     proxy: MqProxy,
     broker: BrokerProcess,
+    ns: NamesrvProcess,
+}
+
+/// Apache's proxy with authentication and authorization on, over Apache's ACL-enabled broker
+/// 5.3.3 (on a sluice name server); fields drop in order.
+#[derive(Debug)]
+struct ApacheAuthSystem {
+    proxy: ApacheProxy,
+    _broker: ApacheBroker,
     _ns: NamesrvProcess,
+}
+
+/// The ACL 2.0 broker settings every auth system's broker gets.
+fn acl_broker_settings() -> Vec<(&'static str, String)> {
+    integration_tests::acl::acl_2_settings()
+}
+
+/// What the auth trials need on an ACL-enabled broker at `broker_addr` registered with the
+/// name server at `namesrv`: each SDK's topic, alice, her ACL (Pub and Sub on those topics),
+/// the topics routed.
+fn prepare_acl(namesrv: &str, broker_addr: &str) {
+    let admin = |args: &[&str]| {
+        let mut all = args.to_vec();
+        all.extend(["-c", CLUSTER, "--accessKey", ROOT.0, "--secretKey", ROOT.1]);
+        integration_tests::harness::mqadmin(namesrv, &all).assert_ok();
+    };
+    let topics: Vec<String> = Sdk::ALL.iter().map(|s| auth_topic(*s)).collect();
+    for t in &topics {
+        let header = remoting::protocol::broker::CreateTopicRequestHeader {
+            topic: t.clone(),
+            default_topic: "TBW102".to_owned(),
+            read_queue_nums: QUEUES,
+            write_queue_nums: QUEUES,
+            perm: 6,
+            topic_filter_type: "SINGLE_TAG".to_owned(),
+            topic_sys_flag: Some(0),
+            order: false,
+            attributes: Some("+message.type=NORMAL".to_owned()),
+            force: None,
+        };
+        let request = remoting::RemotingCommand::request_with(
+            remoting::RequestCode::UpdateAndCreateTopic,
+            &header,
+        );
+        let response = integration_tests::acl::signed_request(broker_addr, ROOT, request).unwrap();
+        assert_eq!(response.code(), 0, "create {t}: {:?}", response.remark());
+    }
+    admin(&["createUser", "-u", ALICE.0, "-p", ALICE.1]);
+    let resources: Vec<String> = topics.iter().map(|t| format!("Topic:{t}")).collect();
+    admin(&[
+        "createAcl",
+        "-s",
+        "User:alice",
+        "-r",
+        &resources.join(","),
+        "-a",
+        "Pub,Sub",
+        "-d",
+        "Allow",
+    ]);
+    // The topics' routes: the broker registers them with its next heartbeat.
+    let routed = || {
+        topics.iter().all(|t| {
+            let header = remoting::protocol::namesrv::GetRouteInfoRequestHeader {
+                topic: t.clone(),
+                accept_standard_json_only: Some(true),
+            };
+            integration_tests::client::try_request(
+                namesrv,
+                remoting::RemotingCommand::request_with(
+                    remoting::RequestCode::GetRouteinfoByTopic,
+                    &header,
+                ),
+            )
+            .is_ok_and(|r| r.code() == 0)
+        })
+    };
+    assert!(
+        integration_tests::harness::wait_until(Duration::from_secs(40), routed),
+        "the auth topics were never routed"
+    );
+}
+
+/// The inner credentials of every proxy in front of an ACL broker: the broker's super user.
+fn inner_credentials() -> String {
+    format!(r#"{{"accessKey":"{}","secretKey":"{}"}}"#, ROOT.0, ROOT.1)
+}
+
+/// Apache's proxy 5.3.3 in front of the ACL cluster of `namesrv`, checking calls against the
+/// brokers' users as its documentation sets it up.
+fn apache_auth_proxy(namesrv: &str) -> ApacheProxy {
+    let text = |v: &str| serde_json::Value::String(v.to_owned());
+    ApacheProxy::start(
+        APACHE_PROXY,
+        namesrv,
+        CLUSTER,
+        &[
+            ("authenticationEnabled", serde_json::Value::Bool(true)),
+            (
+                "authenticationProvider",
+                text(
+                    "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
+                ),
+            ),
+            (
+                "authenticationMetadataProvider",
+                text("org.apache.rocketmq.proxy.auth.ProxyAuthenticationMetadataProvider"),
+            ),
+            ("authorizationEnabled", serde_json::Value::Bool(true)),
+            (
+                "authorizationProvider",
+                text(
+                    "org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider",
+                ),
+            ),
+            (
+                "authorizationMetadataProvider",
+                text("org.apache.rocketmq.proxy.auth.ProxyAuthorizationMetadataProvider"),
+            ),
+            (
+                "innerClientAuthenticationCredentials",
+                text(&inner_credentials()),
+            ),
+            (
+                "enableAclRpcHookForClusterMode",
+                serde_json::Value::Bool(true),
+            ),
+        ],
+    )
 }
 
 impl AuthSystem {
     fn start() -> AuthSystem {
         let ns = NamesrvProcess::start();
-        let settings = integration_tests::acl::acl_2_settings();
+        let settings = acl_broker_settings();
         let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
         let broker = BrokerProcess::start_with_grpc(&ns.addr(), &pairs, &[]);
-        let admin = |args: &[&str]| {
-            let mut all = args.to_vec();
-            all.extend(["-c", CLUSTER, "--accessKey", ROOT.0, "--secretKey", ROOT.1]);
-            integration_tests::harness::mqadmin(&ns.addr(), &all).assert_ok();
-        };
-        let topics: Vec<String> = Sdk::ALL.iter().map(|s| auth_topic(*s)).collect();
-        for t in &topics {
-            let header = remoting::protocol::broker::CreateTopicRequestHeader {
-                topic: t.clone(),
-                default_topic: "TBW102".to_owned(),
-                read_queue_nums: QUEUES,
-                write_queue_nums: QUEUES,
-                perm: 6,
-                topic_filter_type: "SINGLE_TAG".to_owned(),
-                topic_sys_flag: Some(0),
-                order: false,
-                attributes: Some("+message.type=NORMAL".to_owned()),
-                force: None,
-            };
-            let request = remoting::RemotingCommand::request_with(
-                remoting::RequestCode::UpdateAndCreateTopic,
-                &header,
-            );
-            let response =
-                integration_tests::acl::signed_request(&broker.addr(), ROOT, request).unwrap();
-            assert_eq!(response.code(), 0, "create {t}: {:?}", response.remark());
-        }
-        admin(&["createUser", "-u", ALICE.0, "-p", ALICE.1]);
-        let resources: Vec<String> = topics.iter().map(|t| format!("Topic:{t}")).collect();
-        admin(&[
-            "createAcl",
-            "-s",
-            "User:alice",
-            "-r",
-            &resources.join(","),
-            "-a",
-            "Pub,Sub",
-            "-d",
-            "Allow",
-        ]);
-        // The topics' routes: the broker registers them with its next heartbeat.
-        let routed = || {
-            topics.iter().all(|t| {
-                let header = remoting::protocol::namesrv::GetRouteInfoRequestHeader {
-                    topic: t.clone(),
-                    accept_standard_json_only: Some(true),
-                };
-                integration_tests::client::try_request(
-                    &ns.addr(),
-                    remoting::RemotingCommand::request_with(
-                        remoting::RequestCode::GetRouteinfoByTopic,
-                        &header,
-                    ),
-                )
-                .is_ok_and(|r| r.code() == 0)
-            })
-        };
-        assert!(
-            integration_tests::harness::wait_until(Duration::from_secs(40), routed),
-            "the auth topics were never routed"
-        );
-        let inner = format!(r#"{{"accessKey":"{}","secretKey":"{}"}}"#, ROOT.0, ROOT.1);
+        prepare_acl(&ns.addr(), &broker.addr());
+        let inner = inner_credentials();
         let proxy = MqProxy::start(
             &ns.addr(),
             &[
@@ -594,9 +666,20 @@ impl AuthSystem {
                 ("innerClientAuthenticationCredentials", &inner),
             ],
         );
-        AuthSystem {
-            proxy,
-            broker,
+        AuthSystem { proxy, broker, ns }
+    }
+}
+
+impl ApacheAuthSystem {
+    fn start() -> ApacheAuthSystem {
+        let ns = NamesrvProcess::start();
+        let settings = acl_broker_settings();
+        let pairs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        let broker = ApacheBroker::start("5.3.3", &ns.addr(), "ASYNC_MASTER", 0, &pairs);
+        prepare_acl(&ns.addr(), &broker.addr());
+        ApacheAuthSystem {
+            proxy: apache_auth_proxy(&ns.addr()),
+            _broker: broker,
             _ns: ns,
         }
     }
@@ -606,23 +689,84 @@ fn auth_system() -> Result<Arc<AuthSystem>, String> {
     started(&AUTH, "the ACL system", AuthSystem::start)
 }
 
-/// `auth::<right|wrong>_key_<sdk>` (mqproxy) and `local_auth::<right|wrong>_key_<sdk>` (the
-/// broker's own endpoint): the send-only `normal` case signed as alice, with her secret key
-/// or a wrong one.
-fn signed_send(sdk: Sdk, right_key: bool, mode: Mode) -> Result<(), Failed> {
+/// Which endpoint an auth trial calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum AuthVia {
+    /// mqproxy over the sluice ACL broker: `auth::`.
+    Mqproxy,
+    /// That broker's own endpoint: `local_auth::`.
+    Local,
+    /// Apache's proxy over that broker: `apache_auth::`.
+    ApacheProxy,
+    /// Apache's proxy over Apache's ACL broker (the test itself checked): `apache_broker_auth::`.
+    Apache,
+}
+
+impl AuthVia {
+    const ALL: [AuthVia; 4] = [
+        AuthVia::Mqproxy,
+        AuthVia::Local,
+        AuthVia::ApacheProxy,
+        AuthVia::Apache,
+    ];
+
+    fn prefix(self) -> &'static str {
+        match self {
+            AuthVia::Mqproxy => "auth",
+            AuthVia::Local => "local_auth",
+            AuthVia::ApacheProxy => "apache_auth",
+            AuthVia::Apache => "apache_broker_auth",
+        }
+    }
+
+    /// The endpoint and a reader of its log.
+    fn endpoint(self) -> Result<(String, Box<dyn Fn() -> String>), String> {
+        Ok(match self {
+            AuthVia::Mqproxy => {
+                let system = auth_system()?;
+                (
+                    system.proxy.grpc_endpoint(),
+                    Box::new(move || system.proxy.log()),
+                )
+            }
+            AuthVia::Local => {
+                let system = auth_system()?;
+                (
+                    system.broker.grpc_endpoint(),
+                    Box::new(move || system.broker.log()),
+                )
+            }
+            AuthVia::ApacheProxy => {
+                let system = auth_system()?;
+                let proxy = started(&AUTH_APACHE_PROXY, "Apache's proxy with ACLs", || {
+                    apache_auth_proxy(&system.ns.addr())
+                })?;
+                (proxy.grpc_endpoint(), Box::new(move || proxy.log()))
+            }
+            AuthVia::Apache => {
+                let system = started(
+                    &AUTH_APACHE,
+                    "Apache's ACL broker and proxy",
+                    ApacheAuthSystem::start,
+                )?;
+                (
+                    system.proxy.grpc_endpoint(),
+                    Box::new(move || system.proxy.log()),
+                )
+            }
+        })
+    }
+}
+
+/// `<prefix>::<right|wrong>_key_<sdk>` ([`AuthVia`]): the send-only `normal` case signed as
+/// alice, with her secret key (every message sent) or a wrong one (none sent, the refusal
+/// `check signature failed.` seen by the program or in the endpoint's log).
+fn signed_send(sdk: Sdk, right_key: bool, via: AuthVia) -> Result<(), Failed> {
     if !tools::available(sdk.tools()) {
         return Ok(());
     }
-    let system = auth_system()?;
-    let (endpoint, grpc_log) = match mode {
-        Mode::Cluster => (system.proxy.grpc_endpoint(), system.proxy.log()),
-        Mode::Local => (system.broker.grpc_endpoint(), system.broker.log()),
-    };
-    let log_now = || match mode {
-        Mode::Cluster => system.proxy.log(),
-        Mode::Local => system.broker.log(),
-    };
-    let offset = grpc_log.len();
+    let (endpoint, log_now) = via.endpoint()?;
+    let offset = log_now().len();
     let secret = if right_key {
         ALICE.1
     } else {
@@ -666,9 +810,10 @@ fn signed_send(sdk: Sdk, right_key: bool, mode: Mode) -> Result<(), Failed> {
             &log,
         ));
     }
-    if !log.contains("check signature failed.") {
+    let refusal = "check signature failed";
+    if !log.contains(refusal) && !out.to_string().contains(refusal) {
         return Err(failure(
-            "the endpoint did not log the refused signature",
+            "neither the program nor the endpoint's log names the refused signature",
             &out,
             &log,
         ));
@@ -762,12 +907,12 @@ fn main() {
             ));
         }
     }
-    for (prefix, mode) in [("auth", Mode::Cluster), ("local_auth", Mode::Local)] {
+    for via in AuthVia::ALL {
         for sdk in Sdk::ALL {
             for (kind, right) in [("right", true), ("wrong", false)] {
                 trials.push(Trial::test(
-                    format!("{prefix}::{kind}_key_{}", sdk.name()),
-                    move || signed_send(sdk, right, mode),
+                    format!("{}::{kind}_key_{}", via.prefix(), sdk.name()),
+                    move || signed_send(sdk, right, via),
                 ));
             }
         }
@@ -787,6 +932,18 @@ fn main() {
     let conclusion = libtest_mimic::run(&args, trials);
     drop(
         TLS_PROXY
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(),
+    );
+    drop(
+        AUTH_APACHE
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take(),
+    );
+    drop(
+        AUTH_APACHE_PROXY
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .take(),

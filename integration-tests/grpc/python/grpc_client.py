@@ -13,15 +13,23 @@ usage error, 124 when the watchdog fires.
 """
 
 import argparse
+import logging
 import os
 import sys
 import threading
 import time
 
 # The SDK logs under ~/logs/rocketmq_python (the test gives each run its own HOME), never stdout.
+
 from rocketmq import (ClientConfiguration, ConsumeResult, Credentials, FilterExpression, Message,
                       MessageListener, Producer, PushConsumer, SimpleConsumer, TransactionChecker,
                       TransactionResolution)
+
+# Its errors (a refused call's status among them: "query topic raise exception, ...") also go
+# to stderr, which a failed test shows; stdout stays the result lines.
+_sdk_errors = logging.StreamHandler(sys.stderr)
+_sdk_errors.setLevel(logging.ERROR)
+logging.getLogger("rocketmq-python-client").addHandler(_sdk_errors)
 
 INVISIBLE_S = 10  # the proxy's minimum invisible duration for a receive
 WAIT_S = 60  # how long a case waits for its deliveries
