@@ -689,6 +689,9 @@ fn auth_system() -> Result<Arc<AuthSystem>, String> {
     started(&AUTH, "the ACL system", AuthSystem::start)
 }
 
+/// Reads the current log of an endpoint.
+type LogReader = Box<dyn Fn() -> String>;
+
 /// Which endpoint an auth trial calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum AuthVia {
@@ -720,7 +723,7 @@ impl AuthVia {
     }
 
     /// The endpoint and a reader of its log.
-    fn endpoint(self) -> Result<(String, Box<dyn Fn() -> String>), String> {
+    fn endpoint(self) -> Result<(String, LogReader), String> {
         Ok(match self {
             AuthVia::Mqproxy => {
                 let system = auth_system()?;
