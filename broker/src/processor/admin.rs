@@ -23,7 +23,7 @@ use remoting::protocol::subscription::SubscriptionGroupConfig;
 use remoting::protocol::topic::{TopicConfig, TopicFilterType};
 use remoting::server::Reply;
 use remoting::settings::Settings;
-use remoting::{Channel, RemotingCommand, ResponseCode, fastjson};
+use remoting::{Channel, RemotingCommand, RequestCode, ResponseCode, fastjson};
 use serde::Serialize;
 use tracing::info;
 
@@ -657,6 +657,9 @@ pub fn call_consumer(broker: &Broker, request: &RemotingCommand) -> Reply {
     let mut relay = RemotingCommand::request(request.code());
     relay.header.ext_fields = request.header.ext_fields.clone();
     relay.body = request.body.clone();
+    if request.code() == RequestCode::ConsumeMessageDirectly.code() {
+        direct_consumption(broker, &mut relay);
+    }
     let channel: Channel = client.channel;
     Reply::later(async move {
         Some(match channel.invoke(relay, CALL_CLIENT_TIMEOUT).await {
@@ -677,6 +680,38 @@ pub fn call_consumer(broker: &Broker, request: &RemotingCommand) -> Reply {
             ),
         })
     })
+}
+
+/// What CONSUME_MESSAGE_DIRECTLY tells the consumer beyond the admin's request, as Apache's
+/// broker adds it: this broker's name, the topic's and group's sys flags, and the message
+/// itself (the record at the CommitLog offset of the request's offset msg id) as the body.
+/// A message not found leaves the body as it came (the consumer answers that it has none).
+fn direct_consumption(broker: &Broker, relay: &mut RemotingCommand) {
+    let fields = &relay.header.ext_fields;
+    let topic = fields.get("topic").map(str::to_owned);
+    let group = fields.get("consumerGroup").map(str::to_owned);
+    let msg_id = fields.get("msgId").map(str::to_owned);
+    let broker_name = broker.config().broker_name.clone();
+    relay.header.ext_fields.insert("brokerName", broker_name);
+    if let Some(config) = topic.as_deref().and_then(|t| broker.topics.select(t)) {
+        relay
+            .header
+            .ext_fields
+            .insert("topicSysFlag", config.topic_sys_flag.to_string());
+    }
+    if let Some(config) = group.as_deref().and_then(|g| broker.groups.find(g)) {
+        relay
+            .header
+            .ext_fields
+            .insert("groupSysFlag", config.group_sys_flag.to_string());
+    }
+    let record = msg_id
+        .as_deref()
+        .and_then(|id| message::id::OffsetMsgId::decode(id).ok())
+        .and_then(|id| broker.store.look_message_by_offset(id.offset));
+    if let Some(record) = record {
+        relay.body = record.into();
+    }
 }
 
 /// Whether a topic may be read from this broker (for admin reads of queues).

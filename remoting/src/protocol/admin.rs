@@ -288,10 +288,102 @@ pub struct GetConsumerStatusBody {
     pub consumer_table: BTreeMap<String, serde_json::Value>,
 }
 
+/// GET_CONSUMER_RUNNING_INFO (307) answer body (`ConsumerRunningInfo`): what a consumer
+/// reports of itself. The queue tables stay opaque JSON (object keys, as fastjson writes
+/// them); a consumer that holds no queues leaves them empty.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, Default)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ConsumerRunningInfo {
+    /// `PROP_CONSUME_TYPE`, `PROP_CLIENT_VERSION`, ...
+    pub properties: BTreeMap<String, String>,
+    /// Its subscriptions.
+    pub subscription_set: Vec<SubscriptionData>,
+    /// Queue → process queue info.
+    pub mq_table: BTreeMap<String, serde_json::Value>,
+    /// Queue → pop process queue info.
+    pub mq_pop_table: BTreeMap<String, serde_json::Value>,
+    /// Topic → consume status.
+    pub status_table: BTreeMap<String, serde_json::Value>,
+    /// Anything the consumer adds.
+    pub user_consumer_info: BTreeMap<String, String>,
+    /// Its thread stacks, when asked for (`jstackEnable`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub jstack: Option<String>,
+}
+
+/// How a consumer took a message given to it directly (`CMResult`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ConsumeMessageResult {
+    /// Consumed.
+    #[serde(rename = "CR_SUCCESS")]
+    Success,
+    /// To be consumed later.
+    #[serde(rename = "CR_LATER")]
+    Later,
+    /// Rolled back (orderly consumers).
+    #[serde(rename = "CR_ROLLBACK")]
+    Rollback,
+    /// Committed (orderly consumers).
+    #[serde(rename = "CR_COMMIT")]
+    Commit,
+    /// The listener threw.
+    #[serde(rename = "CR_THROW_EXCEPTION")]
+    ThrowException,
+    /// The listener returned nothing.
+    #[serde(rename = "CR_RETURN_NULL")]
+    ReturnNull,
+}
+
+/// CONSUME_MESSAGE_DIRECTLY (309) answer body (`ConsumeMessageDirectlyResult`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, rename_all = "camelCase")]
+pub struct ConsumeMessageDirectlyResult {
+    // Fields in fastjson's (alphabetical) order.
+    /// Offsets committed automatically.
+    pub auto_commit: bool,
+    /// The outcome.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub consume_result: Option<ConsumeMessageResult>,
+    /// An orderly consumer.
+    pub order: bool,
+    /// Who answered, or why it failed.
+    pub remark: String,
+    /// How long consuming took, ms.
+    pub spent_time_mills: i64,
+}
+
+impl Default for ConsumeMessageDirectlyResult {
+    fn default() -> Self {
+        ConsumeMessageDirectlyResult {
+            auto_commit: true,
+            consume_result: None,
+            order: false,
+            remark: String::new(),
+            spent_time_mills: 0,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::fastjson::KeyStyle;
+
+    #[test]
+    fn running_info_and_direct_result_read_as_java_writes_them() {
+        // As fastjson writes them (fields sorted, an empty ConsumerRunningInfo's tables).
+        let java = r#"{"jstack":"main RUNNABLE","mqPopTable":{},"mqTable":{},"properties":{"PROP_CONSUME_TYPE":"CONSUME_PASSIVELY"},"statusTable":{},"subscriptionSet":[],"userConsumerInfo":{}}"#;
+        let info: ConsumerRunningInfo = serde_json::from_str(java).unwrap();
+        assert_eq!(info.jstack.as_deref(), Some("main RUNNABLE"));
+        assert_eq!(info.properties["PROP_CONSUME_TYPE"], "CONSUME_PASSIVELY");
+        let back: ConsumerRunningInfo =
+            serde_json::from_str(&serde_json::to_string(&info).unwrap()).unwrap();
+        assert_eq!(back, info);
+        let java = r#"{"autoCommit":true,"consumeResult":"CR_LATER","order":false,"remark":"from gRPC client","spentTimeMills":3}"#;
+        let result: ConsumeMessageDirectlyResult = serde_json::from_str(java).unwrap();
+        assert_eq!(result.consume_result, Some(ConsumeMessageResult::Later));
+        assert_eq!(serde_json::to_string(&result).unwrap(), java);
+    }
 
     fn mq(q: i32) -> MessageQueue {
         MessageQueue {

@@ -321,6 +321,22 @@ pub fn version_name(ordinal: i32) -> &'static str {
         .unwrap_or("HIGHER_VERSION")
 }
 
+/// The ordinal of a `MQVersion` name (`V5_0_7`, either case), or of a release as the 5.x SDKs
+/// write it (`5.0.7`); `None` when it names no known release.
+#[must_use]
+pub fn version_ordinal(name: &str) -> Option<i32> {
+    let trimmed = name.trim();
+    let wanted = if trimmed.starts_with(['v', 'V']) {
+        trimmed.to_ascii_uppercase()
+    } else {
+        format!("V{}", trimmed.replace(['.', '-'], "_").to_ascii_uppercase())
+    };
+    VERSION_NAMES
+        .split_ascii_whitespace()
+        .position(|n| n == wanted)
+        .and_then(|i| i32::try_from(i).ok())
+}
+
 /// Version ordinals the protocol branches on.
 pub mod version {
     /// V3_4_9: send-back honours the header's maxReconsumeTimes from here on.
@@ -348,6 +364,12 @@ mod tests {
         assert_eq!(version_name(401), "V4_9_4");
         assert_eq!(version_name(409), "V4_9_8");
         assert_eq!(version_name(413), "V5_0_0");
+        assert_eq!(version_ordinal("V5_0_0"), Some(413));
+        assert_eq!(version_ordinal("5.3.3"), Some(version::V5_3_3));
+        assert_eq!(version_ordinal("v4_9_8"), Some(409));
+        assert_eq!(version_ordinal("5.0.0-SNAPSHOT"), Some(412));
+        assert_eq!(version_ordinal("not a version"), None);
+        assert_eq!(version_ordinal(""), None);
         assert_eq!(version_name(479), "V5_3_3");
         assert_eq!(version_name(-1), "HIGHER_VERSION");
         assert_eq!(version_name(100_000), "HIGHER_VERSION");
