@@ -15,6 +15,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     let descriptors = protox::compile(PROTOS, [PROTO_ROOT])?;
     tonic_prost_build::configure()
+        // Message bodies as `Bytes`: a received body is a slice of the request's buffer and
+        // a delivered one of the broker's answer, never copied on the way.
+        .bytes(".apache.rocketmq.v2")
         .build_server(true)
         .build_client(true)
         .compile_fds(descriptors)?;

@@ -37,6 +37,20 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The cases every SDK's program runs (`grpc/README.md`).
 pub const CASES: [&str; 6] = ["normal", "fifo", "delay", "transaction", "simple", "push"];
 
+/// The cases of the Java program alone (what only its SDK's API offers: `recall`; the
+/// `listen` consumer the admin tests ask about).
+pub const JAVA_ONLY_CASES: [&str; 2] = ["recall", "listen"];
+
+/// The SDKs whose program has `case`.
+#[must_use]
+pub fn sdks_of(case: &str) -> &'static [Sdk] {
+    if JAVA_ONLY_CASES.contains(&case) {
+        &[Sdk::Java]
+    } else {
+        &Sdk::ALL
+    }
+}
+
 /// The cases that send and then consume: with [`RunOptions::consume`] false they only send.
 pub const SEND_CASES: [&str; 3] = ["normal", "fifo", "delay"];
 
@@ -63,7 +77,7 @@ pub fn group(case: &str, sdk: Sdk) -> String {
 pub fn message_type(case: &str) -> &'static str {
     match case {
         "fifo" => "FIFO",
-        "delay" => "DELAY",
+        "delay" | "recall" => "DELAY",
         "transaction" => "TRANSACTION",
         "priority" => "PRIORITY",
         _ => "NORMAL",
@@ -286,6 +300,30 @@ impl CaseProgram {
         options: RunOptions,
         credentials: Option<(&str, &str)>,
     ) -> ChildOutput {
+        self.spawn_as(case, endpoint, topic, group, timeout, options, credentials)
+            .wait(timeout)
+    }
+
+    /// Starts case `case` as [`run_as`](Self::run_as) does, without waiting for it: a case
+    /// that runs until it is killed (`listen`) is read while it runs, and killed when dropped.
+    ///
+    /// # Panics
+    /// When the endpoint is not on loopback or the program cannot be started.
+    #[must_use]
+    #[allow(
+        clippy::too_many_arguments,
+        reason = "one per option of the case program"
+    )]
+    pub fn spawn_as(
+        &self,
+        case: &str,
+        endpoint: &str,
+        topic: &str,
+        group: &str,
+        timeout: Duration,
+        options: RunOptions,
+        credentials: Option<(&str, &str)>,
+    ) -> ChildProcess {
         assert!(endpoint.starts_with("127."), "not on loopback: {endpoint}");
         let home = TestDir::new(&format!("grpc-{}-{case}", self.sdk.name()));
         let inner = timeout
@@ -321,11 +359,10 @@ impl CaseProgram {
             // plaintext or are told so by their program.
             spec = spec.env("rocketmq.client.enableSsl", "false");
         }
-        let child = match ChildProcess::spawn(spec, home) {
+        match ChildProcess::spawn(spec, home) {
             Ok(c) => c,
             Err(e) => panic!("cannot start the {} case program: {e}", self.sdk.name()),
-        };
-        child.wait(timeout)
+        }
     }
 }
 
@@ -437,7 +474,7 @@ impl CaseRun {
                         tx: kv.get("tx").cloned(),
                     });
                 }
-                "RECV" | "CHECK" | "CHANGE" | "SKIP" | "FAIL" | "ACK" => {
+                "RECV" | "CHECK" | "CHANGE" | "SKIP" | "FAIL" | "ACK" | "RECALL" => {
                     let (Some(body), Some(id)) = (f.next(), f.next()) else {
                         continue;
                     };
@@ -548,6 +585,19 @@ pub fn check_deliveries(case: &str, run: &CaseRun) -> Result<(), String> {
                 if seq != want {
                     return Err(format!("group-{g} delivered as {seq:?}, not {want:?}"));
                 }
+            }
+        }
+        "recall" => {
+            let recalled = run.events("RECALL");
+            match recalled.as_slice() {
+                [r] if r.body == "recall-0" && r.msg_id == sent_id(0)? => {}
+                other => {
+                    return Err(format!("recall-0 ({}) recalled as {other:?}", sent_id(0)?));
+                }
+            }
+            once("recall-1")?;
+            if !run.deliveries_of("recall-0").is_empty() {
+                return Err("recall-0 delivered though recalled".to_owned());
             }
         }
         "delay" => {

@@ -15,8 +15,9 @@
 //! (producer, SimpleConsumer with a tag filter), `fifo` (message groups, an orderly consumer
 //! group), `delay` (a delivery timestamp), `transaction` (commit, rollback and a check-back),
 //! `simple` (receive, ack, changeInvisibleDuration, redelivery after the invisible time) and
-//! `push` (PushConsumer, a failed consumption redelivered), and `priority` (a backlog of four
-//! priorities, higher ones received first). Test names are
+//! `push` (PushConsumer, a failed consumption redelivered), `recall` (Java: a delay message
+//! recalled before it is due; 5.3.2+), and `priority` (a backlog of four priorities, higher ones
+//! received first). Test names are
 //! `<system>::<case>_<sdk>_<system>`; each case has a topic of its own with the right
 //! `+message.type` (Apache's mqadmin `updateTopic -a`) and a group of its own.
 //!
@@ -52,10 +53,12 @@ const QUEUES: &str = "4";
 /// How long one case program may run.
 const CASE_TIMEOUT: Duration = Duration::from_secs(150);
 /// Broker settings both systems get: timers on (delay case), a check-back round every 2 s
-/// (half messages are checked once older than `transactionTimeOut`, 6 s).
-const BROKER_SETTINGS: [(&str, &str); 2] = [
+/// (half messages are checked once older than `transactionTimeOut`, 6 s), recalls allowed
+/// (`recall` case).
+const BROKER_SETTINGS: [(&str, &str); 3] = [
     ("timerWheelEnable", "true"),
     ("transactionCheckInterval", "2000"),
+    ("recallMessageEnable", "true"),
 ];
 
 /// Proxy settings both systems get: the proxy heartbeats its transactional producer groups to
@@ -75,7 +78,7 @@ const IGNORED_ON_SLUICE: &[(&str, &str)] = &[];
 /// The Apache RocketMQ release of a system's proxy and of the reference name server and broker.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Release {
-    /// 5.3.3: every case but `priority`.
+    /// 5.3.3: every case but `priority` (`recall` with Java only).
     V5_3,
     /// 5.4.0: the first release with priority messages.
     V5_4,
@@ -95,6 +98,7 @@ impl Release {
             Release::V5_3 => CASES
                 .into_iter()
                 .flat_map(|case| Sdk::ALL.map(|sdk| (case, sdk)))
+                .chain([("recall", Sdk::Java)])
                 .collect(),
             Release::V5_4 => Sdk::ALL.map(|sdk| ("priority", sdk)).to_vec(),
         }

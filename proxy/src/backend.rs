@@ -63,11 +63,47 @@ pub enum BackendError {
     },
 }
 
+/// How a request the broker sent one gRPC client's own connection is answered (the broker
+/// waits for it, as for a socket's answer).
+pub struct ClientAnswer(Box<dyn FnOnce(RemotingCommand) + Send>);
+
+impl ClientAnswer {
+    /// An answer that `deliver`s the response.
+    pub fn new(deliver: impl FnOnce(RemotingCommand) + Send + 'static) -> Self {
+        ClientAnswer(Box::new(deliver))
+    }
+
+    /// Sends `response` to the broker.
+    pub fn send(self, response: RemotingCommand) {
+        (self.0)(response);
+    }
+}
+
+impl fmt::Debug for ClientAnswer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ClientAnswer")
+    }
+}
+
 /// Where requests the cluster sends the proxy unasked go (a broker's
 /// CHECK_TRANSACTION_STATE, oneway).
 pub trait Inbound: Send + Sync + fmt::Debug + 'static {
     /// `request` came from the broker at `broker` (`ip:port` of the connection's far end).
     fn on_request(&self, broker: &str, request: RemotingCommand);
+
+    /// `request` came from the broker at `broker` on the connection of gRPC client
+    /// `client_id` ([`Backend::invoke_as_client`]); `answer` answers it. By default it is
+    /// handled as any other ([`on_request`](Self::on_request)) and not answered.
+    fn on_client_request(
+        &self,
+        client_id: &str,
+        broker: &str,
+        request: RemotingCommand,
+        answer: ClientAnswer,
+    ) {
+        let _ = (client_id, answer);
+        self.on_request(broker, request);
+    }
 }
 
 /// Carries remoting requests to the cluster and brings back the responses.
@@ -86,6 +122,27 @@ pub trait Backend: Send + Sync + fmt::Debug + 'static {
     /// Hands every request the cluster sends unasked to `inbound` from now on (set once; a
     /// second call is ignored). Until then such requests are dropped, logged.
     fn serve_inbound(&self, inbound: Arc<dyn Inbound>);
+
+    /// Sends `request` to the broker the proxy runs in on a connection of gRPC client
+    /// `client_id`'s own, made on first use: the broker lists the client as a connection of
+    /// its own and sends its requests for the client there
+    /// ([`Inbound::on_client_request`]). `None` when the backend keeps no such connections
+    /// (cluster mode: as with Apache's proxy, brokers do not learn of gRPC clients).
+    fn invoke_as_client(
+        &self,
+        client_id: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> impl Future<Output = Option<Result<RemotingCommand, BackendError>>> + Send {
+        let _ = (client_id, request, timeout);
+        std::future::ready(None)
+    }
+
+    /// Client `client_id` is gone: its own connection, if any, closes, so the broker forgets
+    /// it as it forgets a closed socket's clients.
+    fn client_gone(&self, client_id: &str) {
+        let _ = client_id;
+    }
 }
 
 /// The [`RequestHandler`] of the cluster-mode client's connections: passes brokers' requests

@@ -26,7 +26,7 @@
 //!
 //! `body_encoding` GZIP sets the COMPRESSED sys flag, TRANSACTION the prepared one.
 
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use message::id::hex_upper;
 use message::properties::{self, keys};
 use message::record::{StoredMessage, sys_flag};
@@ -80,7 +80,7 @@ pub struct Outgoing {
     /// Its topic.
     pub topic: String,
     /// Body, as the client sent it.
-    pub body: Vec<u8>,
+    pub body: Bytes,
     /// The properties string.
     pub properties: String,
     /// COMPRESSED / TRANSACTION_PREPARED bits.
@@ -614,46 +614,91 @@ pub struct Shown<'a> {
     pub reconsume_times: i32,
 }
 
+/// `body` (a slice of `source`) as a `Bytes` sharing `source`'s memory; copied when it is not
+/// in `source`.
+#[must_use]
+pub fn body_in(source: &Bytes, body: &[u8]) -> Bytes {
+    let (start, end) = (
+        source.as_ptr() as usize,
+        source.as_ptr() as usize + source.len(),
+    );
+    let at = body.as_ptr() as usize;
+    if at >= start && at + body.len() <= end {
+        source.slice(at - start..at - start + body.len())
+    } else {
+        Bytes::copy_from_slice(body)
+    }
+}
+
 /// A stored message, of properties `props`, as the gRPC protocol shows it (Apache's
 /// `GrpcConverter.buildMessage`): the user properties are the non-reserved ones, the system
-/// properties come from the record and RocketMQ's properties; `now_ms` the proxy's clock (a
-/// delay in seconds becomes a delivery time from now).
+/// properties come from the record and RocketMQ's properties; `body` is the record's body
+/// (shared, not copied: [`body_in`]); `now_ms` the proxy's clock (a delay in seconds becomes a
+/// delivery time from now).
 #[must_use]
 pub fn stored_message(
     m: &StoredMessage<'_>,
     props: &str,
+    body: Bytes,
     shown: &Shown<'_>,
     now_ms: i64,
 ) -> pb::Message {
-    let prop = |key: &str| properties::get(props, key);
+    // One pass over the properties for every system key read here.
+    let [
+        tran_msg,
+        delay,
+        timer_deliver_ms,
+        timer_delay_sec,
+        sharding_key,
+        priority,
+        born_host,
+        dlq_topic,
+        dlq_message_id,
+        pop_ck,
+        tags,
+        message_keys,
+        trace_context,
+    ] = properties::get_many(
+        props,
+        [
+            keys::TRAN_MSG,
+            keys::DELAY,
+            keys::TIMER_DELIVER_MS,
+            keys::TIMER_DELAY_SEC,
+            keys::SHARDING_KEY,
+            keys::PRIORITY,
+            keys::BORN_HOST,
+            "DLQ_ORIGIN_TOPIC",
+            "DLQ_ORIGIN_MESSAGE_ID",
+            keys::POP_CK,
+            keys::TAGS,
+            keys::KEYS,
+            keys::TRACE_CONTEXT,
+        ],
+    );
     let user_properties = properties::iter(props)
         .filter(|(k, _)| !keys::RESERVED.contains(k))
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-    let message_type = if prop(keys::TRAN_MSG) == Some("true") {
+    let message_type = if tran_msg == Some("true") {
         MessageType::Transaction
-    } else if prop(keys::DELAY).is_some()
-        || prop(keys::TIMER_DELIVER_MS).is_some()
-        || prop(keys::TIMER_DELAY_SEC).is_some()
-    {
+    } else if delay.is_some() || timer_deliver_ms.is_some() || timer_delay_sec.is_some() {
         MessageType::Delay
-    } else if prop(keys::SHARDING_KEY).is_some() {
+    } else if sharding_key.is_some() {
         MessageType::Fifo
-    } else if prop(keys::PRIORITY).is_some() {
+    } else if priority.is_some() {
         MessageType::Priority
     } else {
         MessageType::Normal
     };
-    let delivery_timestamp = match prop(keys::TIMER_DELAY_SEC).and_then(|s| s.parse::<i64>().ok()) {
+    let delivery_timestamp = match timer_delay_sec.and_then(|s| s.parse::<i64>().ok()) {
         Some(sec) => Some(timestamp(now_ms.saturating_add(sec.saturating_mul(1000)))),
-        None => prop(keys::TIMER_DELIVER_MS)
-            .and_then(|s| s.parse().ok())
-            .map(timestamp),
+        None => timer_deliver_ms.and_then(|s| s.parse().ok()).map(timestamp),
     };
-    let born_host = prop(keys::BORN_HOST)
+    let born_host = born_host
         .filter(|h| !h.trim().is_empty())
         .map_or_else(|| m.born_host.ip().to_string(), str::to_owned);
-    let dead_letter_queue = match (prop("DLQ_ORIGIN_TOPIC"), prop("DLQ_ORIGIN_MESSAGE_ID")) {
+    let dead_letter_queue = match (dlq_topic, dlq_message_id) {
         (Some(topic), Some(id)) => Some(pb::DeadLetterQueue {
             topic: topic.to_owned(),
             message_id: id.to_owned(),
@@ -669,7 +714,7 @@ pub fn stored_message(
     let compressed = m.sys_flag & sys_flag::COMPRESSED == sys_flag::COMPRESSED;
     let (receipt_handle, invisible_duration) = match shown.receipt {
         Some((handle, invisible_ms)) => (Some(handle.to_owned()), Some(duration(invisible_ms))),
-        None => (prop(keys::POP_CK).map(str::to_owned), None),
+        None => (pop_ck.map(str::to_owned), None),
     };
     pb::Message {
         topic: Some(pb::Resource {
@@ -678,8 +723,8 @@ pub fn stored_message(
         }),
         user_properties,
         system_properties: Some(pb::SystemProperties {
-            tag: prop(keys::TAGS).map(str::to_owned),
-            keys: prop(keys::KEYS)
+            tag: tags.map(str::to_owned),
+            keys: message_keys
                 .map(|k| k.split(' ').map(str::to_owned).collect())
                 .unwrap_or_default(),
             message_id: shown.message_id.to_owned(),
@@ -702,14 +747,14 @@ pub fn stored_message(
             queue_offset: Some(i64::try_from(m.queue_offset).unwrap_or(i64::MAX)),
             invisible_duration,
             delivery_attempt: Some(shown.reconsume_times.saturating_add(1)),
-            message_group: prop(keys::SHARDING_KEY).map(str::to_owned),
-            trace_context: prop(keys::TRACE_CONTEXT).map(str::to_owned),
+            message_group: sharding_key.map(str::to_owned),
+            trace_context: trace_context.map(str::to_owned),
             orphaned_transaction_recovery_duration: None,
             dead_letter_queue,
             lite_topic: None,
-            priority: prop(keys::PRIORITY).and_then(|p| p.parse().ok()),
+            priority: priority.and_then(|p| p.parse().ok()),
         }),
-        body: m.body.to_vec(),
+        body,
     }
 }
 
@@ -759,7 +804,7 @@ mod tests {
                 born_host: "10.0.0.9".into(),
                 ..pb::SystemProperties::default()
             }),
-            body: body.as_bytes().to_vec(),
+            body: body.as_bytes().to_vec().into(),
         }
     }
 
@@ -785,7 +830,7 @@ mod tests {
         );
         assert_eq!((o.sys_flag, o.born_timestamp), (0, Some(1_700_000_000_123)));
         assert_eq!(o.kind(), TopicMessageType::Normal);
-        assert_eq!(o.body, b"hi");
+        assert_eq!(o.body.as_ref(), b"hi");
     }
 
     #[test]
@@ -864,7 +909,7 @@ mod tests {
         };
         assert_eq!(code(&|m| m.body.clear()), Some(Code::MessageBodyEmpty));
         assert_eq!(
-            code(&|m| m.body = vec![0; 4 * 1024 * 1024 + 1]),
+            code(&|m| m.body = vec![0; 4 * 1024 * 1024 + 1].into()),
             Some(Code::MessageBodyTooLarge)
         );
         assert_eq!(

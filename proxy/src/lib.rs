@@ -36,9 +36,14 @@
 //! - [`transaction`]: half messages' brokers and offsets, EndTransaction, the brokers'
 //!   check-backs to a producer's telemetry stream, the producer groups' registration.
 //! - [`resource`]: the topics and groups a client may name.
+//! - [`presence`]: gRPC clients registered with the broker in local mode, each on a
+//!   connection of its own, so tools list them and the broker can ask them.
+//! - [`relay`]: the broker's questions to one client (thread stacks, a message to verify)
+//!   over its telemetry stream, and the client's answers back.
 //! - [`service`]: the tonic service ([`MessagingProxy`]).
 //! - [`server`]: serving it on a bound listener with keepalive.
 //! - [`config`]: [`ProxyConfig`], Apache's `rmq-proxy.json` keys.
+//! - [`clock`]: milliseconds since the epoch.
 //! - [`auth`]: authentication and authorization of every call ([`auth::Gate`]) against the
 //!   ACL 2.0 users and policies, read from the brokers (cluster mode) or a directory at hand.
 //! - [`tls`]: TLS on the gRPC port (rustls): disabled, permissive (TLS and plaintext on one
@@ -46,12 +51,15 @@
 
 pub mod auth;
 pub mod backend;
+pub mod clock;
 pub mod config;
 pub mod consume;
 pub mod convert;
 pub mod local;
 pub mod metadata;
 pub mod pb;
+pub mod presence;
+pub mod relay;
 pub mod resource;
 pub mod route;
 pub mod server;
@@ -60,6 +68,9 @@ pub mod settings;
 pub mod status;
 pub mod tls;
 pub mod transaction;
+
+#[cfg(test)]
+mod test_util;
 
 pub use backend::{Backend, BackendError, ClusterBackend, Target};
 pub use config::ProxyConfig;

@@ -9,7 +9,10 @@
 //!   very code a socket reaches, with no frame encoded; the name server and any other broker
 //!   go through a [`ClusterBackend`], as in cluster mode. The broker's requests to the
 //!   in-process client (CHECK_TRANSACTION_STATE to a producer that heartbeated through it)
-//!   and other brokers' requests over remoting both reach the [`Inbound`].
+//!   and other brokers' requests over remoting both reach the [`Inbound`]. Each gRPC client
+//!   also gets an in-process connection of its own ([`Backend::invoke_as_client`]), on which
+//!   it is registered with the broker ([`crate::presence`]) and on which the broker asks it
+//!   ([`Inbound::on_client_request`]); it closes when the client goes.
 //! - [`Mode`]: what differs in the semantics, as Apache's `LocalTopicRouteService` has it:
 //!   QueryRoute answers each broker's own gRPC endpoint (its host, this endpoint's port:
 //!   clients talk to every broker's endpoint directly), and sends go to this broker's queues
@@ -17,17 +20,19 @@
 //!   which refuses them (SERVICE_NOT_AVAILABLE): never an answer that a message was stored
 //!   when it was not.
 
+use std::collections::HashMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use remoting::client::ClientConfig;
 use remoting::connection::RequestHandler;
 use remoting::local::LocalClient;
 use remoting::{RemotingCommand, RemotingError};
 
-use crate::backend::{Backend, BackendError, ClusterBackend, Inbound, Target};
+use crate::backend::{Backend, BackendError, ClientAnswer, ClusterBackend, Inbound, Target};
 
 /// The broker a local-mode endpoint runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +79,24 @@ impl InboundSlot {
             ),
         }
     }
+
+    fn deliver_to_client(
+        &self,
+        client_id: &str,
+        from: &str,
+        request: RemotingCommand,
+        answer: ClientAnswer,
+    ) {
+        match self.0.get() {
+            Some(inbound) => inbound.on_client_request(client_id, from, request, answer),
+            None => tracing::warn!(
+                broker = from,
+                client = client_id,
+                code = request.code(),
+                "request for a client before the endpoint serves any: dropped"
+            ),
+        }
+    }
 }
 
 /// Local mode's transport (see the module docs). Clones share the connections.
@@ -83,6 +106,12 @@ pub struct LocalBackend {
     local: Arc<LocalClient>,
     remote: ClusterBackend,
     inbound: Arc<InboundSlot>,
+    /// The broker's request handler, for the clients' own connections.
+    handler: Arc<dyn RequestHandler>,
+    /// The address the in-process connections look to the broker as coming from.
+    peer: SocketAddr,
+    /// Each gRPC client's own connection ([`Backend::invoke_as_client`]).
+    clients: Arc<Mutex<HashMap<String, Arc<LocalClient>>>>,
 }
 
 impl fmt::Debug for LocalBackend {
@@ -106,7 +135,7 @@ impl LocalBackend {
         config: ClientConfig,
         namesrv: Vec<String>,
     ) -> Self {
-        let local = Arc::new(LocalClient::new(handler, peer));
+        let local = Arc::new(LocalClient::new(Arc::clone(&handler), peer));
         let inbound = Arc::new(InboundSlot::default());
         if let Some(mut requests) = local.server_requests() {
             let slot = Arc::clone(&inbound);
@@ -122,7 +151,43 @@ impl LocalBackend {
             local,
             remote: ClusterBackend::new(config, namesrv),
             inbound,
+            handler,
+            peer,
+            clients: Arc::default(),
         }
+    }
+
+    /// `client_id`'s own connection, made (and its requests routed to the inbound) on first
+    /// use.
+    fn client(&self, client_id: &str) -> Arc<LocalClient> {
+        let mut clients = self.clients.lock();
+        if let Some(c) = clients.get(client_id) {
+            return Arc::clone(c);
+        }
+        let client = Arc::new(LocalClient::new(Arc::clone(&self.handler), self.peer));
+        if let Some(mut requests) = client.server_requests() {
+            let (slot, from, id) = (
+                Arc::clone(&self.inbound),
+                self.broker.addr.clone(),
+                client_id.to_owned(),
+            );
+            // Weak: the task must not keep a gone client's connection alive.
+            let answering = Arc::downgrade(&client);
+            tokio::spawn(async move {
+                while let Some(request) = requests.recv().await {
+                    let answering = answering.clone();
+                    let asked = request.clone();
+                    let answer = ClientAnswer::new(move |response| {
+                        if let Some(c) = answering.upgrade() {
+                            c.answer(&asked, response);
+                        }
+                    });
+                    slot.deliver_to_client(&id, &from, request, answer);
+                }
+            });
+        }
+        clients.insert(client_id.to_owned(), Arc::clone(&client));
+        client
     }
 
     /// The same backend, its remoting requests (to the name server and other brokers)
@@ -146,10 +211,13 @@ impl LocalBackend {
         Mode::Local(self.broker.clone())
     }
 
-    /// Closes the in-process connection: the broker forgets the clients registered through
-    /// it, as when a socket closes.
+    /// Closes the in-process connections: the broker forgets the clients registered through
+    /// them, as when a socket closes.
     pub fn close(&self) {
         self.local.close();
+        for (_, client) in self.clients.lock().drain() {
+            client.close();
+        }
     }
 }
 
@@ -178,6 +246,31 @@ impl Backend for LocalBackend {
         self.remote.serve_inbound(Arc::clone(&inbound));
         if self.inbound.0.set(inbound).is_err() {
             tracing::debug!("inbound requests already served");
+        }
+    }
+
+    async fn invoke_as_client(
+        &self,
+        client_id: &str,
+        request: RemotingCommand,
+        timeout: Duration,
+    ) -> Option<Result<RemotingCommand, BackendError>> {
+        let target = Target::Broker(self.broker.addr.clone());
+        Some(
+            match self.client(client_id).invoke(request, timeout).await {
+                Ok(response) => Ok(response),
+                Err(RemotingError::Timeout { .. }) => {
+                    Err(BackendError::Timeout { target, timeout })
+                }
+                Err(source) => Err(BackendError::Unreachable { target, source }),
+            },
+        )
+    }
+
+    fn client_gone(&self, client_id: &str) {
+        let gone = self.clients.lock().remove(client_id);
+        if let Some(client) = gone {
+            client.close();
         }
     }
 }

@@ -10,6 +10,9 @@
 
 tonic::include_proto!("apache.rocketmq.v2");
 
+/// Where the server's commands to one client's telemetry stream are written.
+pub type CommandSender = tokio::sync::mpsc::Sender<Result<TelemetryCommand, tonic::Status>>;
+
 #[cfg(test)]
 mod tests {
     use std::collections::HashMap;
@@ -62,7 +65,7 @@ mod tests {
                     message_type: MessageType::Normal.into(),
                     ..Default::default()
                 }),
-                body: b"hi".to_vec(),
+                body: b"hi".to_vec().into(),
             }],
         };
         #[rustfmt::skip]

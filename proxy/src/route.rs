@@ -61,6 +61,8 @@ pub struct TopicRoute {
     pub write_queues: Vec<WriteQueue>,
     /// Local mode: this broker's address, where every send and topic request goes.
     local_addr: Option<String>,
+    /// Local mode: this broker's name.
+    local_name: Option<String>,
     /// Round-robin position (starts anywhere, as Apache's).
     next: AtomicUsize,
 }
@@ -129,6 +131,7 @@ impl TopicRoute {
             masters,
             write_queues,
             local_addr: local.map(|b| b.addr.clone()),
+            local_name: local.map(|b| b.name.clone()),
             next: AtomicUsize::new(fastrand::usize(..)),
         }
     }
@@ -146,6 +149,15 @@ impl TopicRoute {
             None => self.next.fetch_add(1, Ordering::Relaxed) % n,
         };
         self.write_queues.get(at)
+    }
+
+    /// The master of broker `name` (in local mode this broker for its own name).
+    #[must_use]
+    pub fn master_of(&self, name: &str) -> Option<&str> {
+        match (&self.local_name, &self.local_addr) {
+            (Some(local), Some(addr)) if local == name => Some(addr),
+            _ => self.masters.get(name).map(String::as_str),
+        }
     }
 
     /// Any master of the route (for requests about the topic, not one queue); in local mode

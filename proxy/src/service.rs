@@ -10,14 +10,17 @@
 //!   [`crate::consume`]); the stream stays open for the commands the server sends: a
 //!   broker's transaction check as a `RecoverOrphanedTransactionCommand` to one producer of
 //!   the group ([`crate::transaction`]; the brokers' requests reach it through
-//!   [`Backend::serve_inbound`], given when the service is made). Thread stacks and message
-//!   verification are not asked for.
+//!   [`Backend::serve_inbound`], given when the service is made); in local mode the broker's
+//!   questions to one client ([`crate::relay`]), whose answers (`ThreadStackTrace`,
+//!   `VerifyMessageResult`) come back on the stream.
 //! - Heartbeat / NotifyClientTermination: answered by the client type its settings named. A
 //!   producer (settings, heartbeat) produces for the groups named as its topics; as Apache's
 //!   cluster mode, the proxy registers the transactional ones with their brokers (HEART_BEAT,
 //!   for the check-backs) and unregisters a group whose last producer terminated or lost its
-//!   stream (UNREGISTER_CLIENT). Consumers are registered with no broker: POP needs no
-//!   consumer heartbeat.
+//!   stream (UNREGISTER_CLIENT). In local mode every client is also registered with the
+//!   broker on a connection of its own ([`crate::presence`]), so the broker lists it and asks
+//!   it (thread stacks, a message to verify: [`crate::relay`]); in cluster mode POP needs no
+//!   consumer heartbeat and brokers do not learn of gRPC clients, as with Apache's proxy.
 //! - SendMessage: each message converted ([`crate::convert`]), checked against the topic's
 //!   type, sent to the chosen queue's master with SEND_MESSAGE_V2 (SEND_BATCH_MESSAGE for
 //!   several), the answer mapped to result entries. A transactional message is a half
@@ -37,16 +40,19 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Weak};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use parking_lot::Mutex;
 use remoting::protocol::constants::system;
+use remoting::protocol::timer::{
+    RecallHandle, RecallMessageRequestHeader, RecallMessageResponseHeader,
+};
 use tokio::sync::mpsc;
 use tonic::codegen::tokio_stream::{self, wrappers::ReceiverStream};
 use tonic::{Request, Response, Status, Streaming};
 use tracing::{debug, info, warn};
 
-use crate::backend::{Backend, Inbound, Target};
+use crate::backend::{Backend, ClientAnswer, Inbound, Target};
+use crate::clock::now_ms;
 use crate::config::ProxyConfig;
 use crate::consume::Consumers;
 use crate::convert::{self, Limits, Outgoing};
@@ -54,6 +60,8 @@ use crate::local::Mode;
 use crate::metadata::{TopicMessageType, TopicTypes};
 use crate::pb::messaging_service_server::MessagingService;
 use crate::pb::{self, ClientType, Code, settings::PubSub, telemetry_command::Command};
+use crate::presence;
+use crate::relay::{self, Relay};
 use crate::resource::{check_group, check_topic};
 use crate::route::Routes;
 use crate::settings::{self, ClientSettings};
@@ -68,6 +76,10 @@ pub const LANGUAGE: &str = "x-mq-language";
 pub const CLIENT_VERSION: &str = "x-mq-client-version";
 /// Telemetry commands waiting to be written to one client.
 const TELEMETRY_BUFFER: usize = 16;
+/// How long a RECALL_MESSAGE may take (Apache's 2 s).
+const RECALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
+/// How long a client's registration with the broker may take (local mode).
+const REGISTER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// What a call says about its client.
 #[derive(Debug, Clone, Default)]
@@ -108,12 +120,6 @@ impl Caller {
     }
 }
 
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
-
 /// The gRPC endpoint: one per proxy, shared by every call (and by the tasks serving
 /// telemetry streams).
 #[derive(Debug)]
@@ -142,6 +148,8 @@ struct Shared<B> {
     /// Checks each telemetry command when authentication or authorization is on (the other
     /// calls are checked before they reach the service: [`crate::auth::Authenticated`]).
     gate: std::sync::OnceLock<Arc<crate::auth::Gate>>,
+    /// The broker's questions to clients waiting for their answers (local mode).
+    relay: Relay,
 }
 
 impl<B: Backend> MessagingProxy<B> {
@@ -175,6 +183,7 @@ impl<B: Backend> MessagingProxy<B> {
             port,
             mode,
             gate: std::sync::OnceLock::new(),
+            relay: Relay::new(),
         });
         // The brokers' check-backs come through the backend.
         shared.backend.serve_inbound(Arc::new(CheckBacks {
@@ -210,8 +219,9 @@ impl<B: Backend> Shared<B> {
         if streams.get(client_id).is_some_and(|s| s.same_channel(out)) {
             streams.remove(client_id);
             drop(streams);
-            // Without a stream it cannot be asked about a transaction.
+            // Without a stream it cannot be asked about a transaction, nor anything else.
             self.transactions.unregister_client(client_id);
+            self.backend.client_gone(client_id);
         }
     }
 
@@ -243,7 +253,11 @@ impl<B: Backend> Shared<B> {
         Ok(convert::message_queues(&route, &resource, &endpoints, kind))
     }
 
-    fn heartbeat(&self, caller: &Caller, request: &pb::HeartbeatRequest) -> Result<(), Refusal> {
+    async fn heartbeat(
+        &self,
+        caller: &Caller,
+        request: &pb::HeartbeatRequest,
+    ) -> Result<(), Refusal> {
         let id = caller.require_id()?;
         let Some(settings) = self.clients.get(id) else {
             return Err(Refusal::new(
@@ -251,19 +265,57 @@ impl<B: Backend> Shared<B> {
                 "cannot find client settings for this client",
             ));
         };
-        match settings.client_type() {
+        let group = match settings.client_type() {
             ClientType::Producer => {
                 self.transactions
                     .register_producer(id, published_topics(&settings));
-                Ok(())
+                None
             }
             ClientType::PushConsumer | ClientType::SimpleConsumer => {
-                check_group(request.group.as_ref()).map(|_| ())
+                Some(check_group(request.group.as_ref())?)
             }
-            other => Err(Refusal::new(
-                Code::UnrecognizedClientType,
-                other.as_str_name(),
-            )),
+            other => {
+                return Err(Refusal::new(
+                    Code::UnrecognizedClientType,
+                    other.as_str_name(),
+                ));
+            }
+        };
+        self.register(caller, &settings, group).await;
+        Ok(())
+    }
+
+    /// Registers the client with the broker on its own connection (local mode:
+    /// [`crate::presence`]); a failure is logged, the client's call goes on (the next
+    /// heartbeat tries again).
+    async fn register(&self, caller: &Caller, settings: &pb::Settings, group: Option<&str>) {
+        if self.mode.local().is_none() {
+            return;
+        }
+        let who = presence::Who {
+            client_id: &caller.client_id,
+            language: &caller.language,
+            version: &caller.version,
+        };
+        let Some(request) = presence::heartbeat(&who, settings, group, now_ms()) else {
+            return;
+        };
+        let sent = self
+            .backend
+            .invoke_as_client(&caller.client_id, request, REGISTER_TIMEOUT)
+            .await;
+        match sent {
+            Some(Ok(r)) if r.code() == remoting::ResponseCode::Success.code() => {}
+            Some(Ok(r)) => warn!(
+                client = caller.client_id,
+                code = r.code(),
+                remark = r.remark().unwrap_or_default(),
+                "the broker refused the client's registration"
+            ),
+            Some(Err(e)) => {
+                warn!(client = caller.client_id, error = %e, "client registration failed")
+            }
+            None => {}
         }
     }
 
@@ -274,6 +326,7 @@ impl<B: Backend> Shared<B> {
     ) -> Result<(), Refusal> {
         let id = caller.require_id()?;
         self.telemetry.lock().remove(id);
+        self.backend.client_gone(id);
         let Some(settings) = self.clients.remove(id) else {
             return Err(Refusal::new(
                 Code::UnrecognizedClientType,
@@ -379,6 +432,54 @@ impl<B: Backend> Shared<B> {
         self.transactions.end(topic, request).await
     }
 
+    /// RecallMessage (RocketMQ 5.3.2+): RECALL_MESSAGE to the master of the broker the handle
+    /// names, for a DELAY topic only (`enableTopicMessageTypeCheck`), as Apache's
+    /// `ProducerProcessor.recallMessage`; the recalled message's id.
+    async fn recall(
+        &self,
+        caller: &Caller,
+        request: &pb::RecallMessageRequest,
+    ) -> Result<String, Refusal> {
+        caller.require_id()?;
+        let topic = check_topic(request.topic.as_ref())?;
+        if self.config.enable_topic_message_type_check {
+            self.types.get(topic).await.check(TopicMessageType::Delay)?;
+        }
+        let handle = RecallHandle::decode(&request.recall_handle)
+            .map_err(|e| Refusal::new(Code::InternalServerError, e.to_string()))?;
+        let route = self.routes.get(topic).await?;
+        let Some(addr) = route.master_of(&handle.broker_name) else {
+            return Err(Refusal::new(
+                Code::InternalServerError,
+                format!("no master of broker {} found", handle.broker_name),
+            ));
+        };
+        let header = RecallMessageRequestHeader {
+            producer_group: None,
+            topic: topic.to_owned(),
+            recall_handle: request.recall_handle.clone(),
+            broker_name: Some(handle.broker_name.clone()),
+        };
+        let response = self
+            .backend
+            .invoke(
+                Target::Broker(addr.to_owned()),
+                remoting::RemotingCommand::request_with(
+                    remoting::RequestCode::RecallMessage,
+                    &header,
+                ),
+                RECALL_TIMEOUT,
+            )
+            .await?;
+        if response.code() != remoting::ResponseCode::Success.code() {
+            return Err(Refusal::from_response(response.code(), response.remark()));
+        }
+        let answered: RecallMessageResponseHeader = response
+            .decode_header()
+            .map_err(|e| Refusal::new(Code::InternalServerError, e.to_string()))?;
+        Ok(answered.msg_id.unwrap_or_default())
+    }
+
     /// Handles one command of `client_id`'s telemetry stream; an error ends the stream.
     async fn on_telemetry(
         &self,
@@ -420,6 +521,11 @@ impl<B: Backend> Shared<B> {
                         "client settings"
                     );
                 }
+                let group = match &reported.pub_sub {
+                    Some(PubSub::Subscription(s)) => s.group.as_ref().map(|g| g.name.as_str()),
+                    _ => None,
+                };
+                self.register(caller, &reported, group).await;
                 let mut answer = settings::answer(&reported, &self.config);
                 // A consumer's FIFO flag and attempts are its group's.
                 self.consumers.merge_group(&mut answer).await;
@@ -428,12 +534,9 @@ impl<B: Backend> Shared<B> {
                     command: Some(Command::Settings(answer)),
                 }))
             }
-            // Answers to commands this proxy does not send yet.
-            Some(Command::ThreadStackTrace(_) | Command::VerifyMessageResult(_)) => {
-                debug!(
-                    client = caller.client_id,
-                    "telemetry answer with no command pending"
-                );
+            // Answers to the broker's questions ([`crate::relay`]).
+            Some(answer @ (Command::ThreadStackTrace(_) | Command::VerifyMessageResult(_))) => {
+                self.relay.on_answer(command.status.as_ref(), &answer);
                 Ok(None)
             }
             other => {
@@ -511,7 +614,7 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
         request: Request<pb::HeartbeatRequest>,
     ) -> Reply<pb::HeartbeatResponse> {
         let caller = Caller::of(&request);
-        let status = match self.shared.heartbeat(&caller, request.get_ref()) {
+        let status = match self.shared.heartbeat(&caller, request.get_ref()).await {
             Ok(()) => status::ok(),
             Err(r) => r.status(),
         };
@@ -810,12 +913,21 @@ impl<B: Backend> MessagingService for MessagingProxy<B> {
 
     async fn recall_message(
         &self,
-        _: Request<pb::RecallMessageRequest>,
+        request: Request<pb::RecallMessageRequest>,
     ) -> Reply<pb::RecallMessageResponse> {
-        Ok(Response::new(pb::RecallMessageResponse {
-            status: not_implemented("RecallMessage"),
-            ..Default::default()
-        }))
+        let caller = Caller::of(&request);
+        Ok(Response::new(
+            match self.shared.recall(&caller, request.get_ref()).await {
+                Ok(message_id) => pb::RecallMessageResponse {
+                    status: Some(status::ok()),
+                    message_id,
+                },
+                Err(r) => pb::RecallMessageResponse {
+                    status: Some(r.status()),
+                    message_id: String::new(),
+                },
+            },
+        ))
     }
 
     async fn sync_lite_subscription(
@@ -859,6 +971,35 @@ impl<B: Backend> Inbound for CheckBacks<B> {
         }
         let stream_of = |client: &str| shared.telemetry.lock().get(client).cloned();
         shared.transactions.on_check(broker, &request, &stream_of);
+    }
+
+    fn on_client_request(
+        &self,
+        client_id: &str,
+        broker: &str,
+        request: remoting::RemotingCommand,
+        answer: ClientAnswer,
+    ) {
+        let Some(shared) = self.shared.upgrade() else {
+            return;
+        };
+        if !Relay::handles(request.code()) {
+            self.on_request(broker, request);
+            return;
+        }
+        let settings = shared.clients.get(client_id);
+        let version = settings
+            .as_ref()
+            .and_then(|s| s.user_agent.as_ref())
+            .map_or("", |ua| ua.version.as_str());
+        let client = relay::Client {
+            settings: settings.as_ref(),
+            version,
+        };
+        let stream = shared.telemetry.lock().get(client_id).cloned();
+        shared
+            .relay
+            .ask(client_id, &client, stream, &request, answer);
     }
 }
 

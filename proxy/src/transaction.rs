@@ -41,7 +41,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use message::id::OffsetMsgId;
 use message::properties::{self, keys};
@@ -53,10 +53,11 @@ use remoting::protocol::broker::{
 };
 use remoting::protocol::heartbeat::{HeartbeatData, ProducerData};
 use remoting::{RemotingCommand, RequestCode, ResponseCode};
-use tokio::sync::{Notify, mpsc};
+use tokio::sync::Notify;
 use tracing::{debug, info, warn};
 
 use crate::backend::{Backend, Target};
+use crate::clock::now_ms;
 use crate::config::ProxyConfig;
 use crate::convert::{self, Shown};
 use crate::metadata::{TopicMessageType, TopicTypes};
@@ -72,14 +73,7 @@ const REGISTRATION_TIMEOUT: Duration = Duration::from_secs(3);
 /// Apache's answer to an EndTransaction it holds no entry for.
 pub const NO_TRANSACTION_DATA: &str = "cannot found transaction data";
 
-/// Where server commands to one client's telemetry stream are written.
-pub type CommandSender = mpsc::Sender<Result<pb::TelemetryCommand, tonic::Status>>;
-
-fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-}
+pub use crate::pb::CommandSender;
 
 fn millis(d: Duration) -> i64 {
     i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
@@ -251,6 +245,7 @@ impl ProducerGroups {
 /// the message id when it has no `UNIQ_KEY`.
 #[must_use]
 pub fn grpc_message(m: &StoredMessage<'_>, fallback_id: Option<&str>) -> pb::Message {
+    let body = bytes::Bytes::copy_from_slice(m.body);
     let props = m.properties_str();
     let message_id = properties::get(&props, keys::UNIQ_KEY)
         .or(fallback_id)
@@ -261,7 +256,7 @@ pub fn grpc_message(m: &StoredMessage<'_>, fallback_id: Option<&str>) -> pb::Mes
         receipt: None,
         reconsume_times: m.reconsume_times,
     };
-    convert::stored_message(m, &props, &shown, now_ms())
+    convert::stored_message(m, &props, body, &shown, now_ms())
 }
 
 /// The END_TRANSACTION of `data` (Apache's `genEndTransactionRequestHeader`).
@@ -720,7 +715,6 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     use message::id::hex_upper;
-    use message::record::RecordFields;
     use remoting::protocol::route::{BrokerData, QueueData, TopicRouteData};
     use sha1::{Digest as _, Sha1};
 
@@ -802,26 +796,9 @@ mod tests {
 
     /// A half message as a broker's check carries it.
     fn check_body(props: &str, body: &[u8]) -> Vec<u8> {
-        let fields = RecordFields {
-            body_crc: 0,
-            flag: 0,
-            reconsume_times: 0,
-            prepared_transaction_offset: 0,
-            queue_id: 2,
-            queue_offset: 5,
-            physical_offset: 4096,
-            sys_flag: sys_flag::TRANSACTION_PREPARED_TYPE,
-            born_timestamp: 1_700_000_000_123,
-            born_host: addr("10.0.0.9:40000"),
-            store_timestamp: 1_700_000_000_200,
-            store_host: addr("127.0.0.1:10911"),
-            body,
-            topic: b"TopicTx",
-            properties: [props.as_bytes(), &[], &[]],
-        };
-        let mut buf = vec![0u8; fields.encoded_len().unwrap()];
-        record::encode(&mut buf, &fields);
-        buf
+        let mut f = crate::test_util::fields("TopicTx", body, props);
+        f.sys_flag = sys_flag::TRANSACTION_PREPARED_TYPE;
+        crate::test_util::encode(&f)
     }
 
     #[test]
@@ -841,7 +818,7 @@ mod tests {
         };
         let g = grpc_message(&m, Some("OFFSETID"));
         assert_eq!(g.topic.unwrap().name, "TopicTx");
-        assert_eq!(g.body, b"tx-2");
+        assert_eq!(g.body.as_ref(), b"tx-2");
         assert_eq!(g.user_properties.len(), 1);
         assert_eq!(g.user_properties.get("idx").map(String::as_str), Some("3"));
         let s = g.system_properties.unwrap();
@@ -1144,7 +1121,7 @@ mod tests {
         assert_eq!(none.message, NO_TRANSACTION_DATA);
 
         // A producer of the group with a stream gets the command.
-        let (out, mut commands) = mpsc::channel(4);
+        let (out, mut commands) = tokio::sync::mpsc::channel(4);
         tx.register_producer("c1", ["TopicTx"]);
         tx.on_check(BROKER, &check, &|client| {
             (client == "c1").then(|| out.clone())
@@ -1157,7 +1134,7 @@ mod tests {
             panic!("a recovery command on the stream")
         };
         assert_eq!(recover.transaction_id, "U7");
-        assert_eq!(recover.message.unwrap().body, b"tx-5");
+        assert_eq!(recover.message.unwrap().body.as_ref(), b"tx-5");
 
         tx.end(
             "TopicTx",

@@ -181,8 +181,15 @@ struct ChannelInner {
     last_activity: AtomicU64,
     /// A deferred response was queued since the writer last looked (see `send_late`).
     late: AtomicBool,
-    /// The server's own process on the other end ([`Channel::in_process`]).
-    in_process: bool,
+    /// The server's own process on the other end ([`Channel::in_process`]): the client's
+    /// waiting calls, completed by the responses sent here without a queue in between.
+    in_process: Option<Arc<InProcess>>,
+}
+
+/// The calls of an in-process client waiting for their responses, by opaque.
+#[derive(Debug, Default)]
+pub(crate) struct InProcess {
+    pub(crate) pending: Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>,
 }
 
 impl fmt::Debug for Channel {
@@ -234,12 +241,12 @@ impl Channel {
     /// returned receiver. For testing processors without a network.
     #[must_use]
     pub fn detached(peer: SocketAddr) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
-        Channel::without_socket(peer, false)
+        Channel::without_socket(peer, None)
     }
 
     fn without_socket(
         peer: SocketAddr,
-        in_process: bool,
+        in_process: Option<Arc<InProcess>>,
     ) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
         let (outgoing, queue) = mpsc::unbounded_channel();
         let (close_tx, _) = watch::channel(false);
@@ -264,16 +271,20 @@ impl Channel {
     /// A [`detached`](Self::detached) channel for a client inside the server's own process
     /// (`crate::local::LocalClient`: the gRPC endpoint of a broker calling that broker).
     /// Such a client is the server itself, which checked its callers at its own door: the
-    /// server's request checks (authentication, ACLs) do not apply to it again.
-    #[must_use]
-    pub fn in_process(peer: SocketAddr) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
-        Channel::without_socket(peer, true)
+    /// server's request checks (authentication, ACLs) do not apply to it again. Responses
+    /// sent on it complete the client's calls in `calls` at once; the receiver gets the rest
+    /// (the server's own requests).
+    pub(crate) fn in_process(
+        peer: SocketAddr,
+        calls: Arc<InProcess>,
+    ) -> (Channel, mpsc::UnboundedReceiver<RemotingCommand>) {
+        Channel::without_socket(peer, Some(calls))
     }
 
     /// Whether the other end is the server's own process ([`in_process`](Self::in_process)).
     #[must_use]
     pub fn is_in_process(&self) -> bool {
-        self.inner.in_process
+        self.inner.in_process.is_some()
     }
 
     /// Process-unique id of this connection.
@@ -307,6 +318,22 @@ impl Channel {
     pub fn send(&self, command: RemotingCommand) -> Result<()> {
         if self.is_closed() {
             return Err(self.closed_error());
+        }
+        if let Some(calls) = &self.inner.in_process {
+            if command.is_response() {
+                // Straight to the waiting call: no queue, no task in between.
+                let waiter = calls.pending.lock().remove(&command.opaque());
+                if let Some(waiter) = waiter {
+                    let _ = waiter.send(command);
+                } else {
+                    debug!(
+                        opaque = command.opaque(),
+                        code = command.code(),
+                        "in-process response for no waiting call (timed out?)"
+                    );
+                }
+                return Ok(());
+            }
         }
         self.inner
             .outgoing
@@ -400,7 +427,7 @@ impl Channel {
             .store(now_millis(), Ordering::Relaxed);
     }
 
-    fn complete(&self, response: RemotingCommand) {
+    pub(crate) fn complete(&self, response: RemotingCommand) {
         let waiter = self.inner.pending.lock().remove(&response.opaque());
         if let Some(tx) = waiter {
             let _ = tx.send(response);
@@ -483,7 +510,7 @@ fn start(
             close_tx,
             last_activity: AtomicU64::new(now_millis()),
             late: AtomicBool::new(false),
-            in_process: false,
+            in_process: None,
         }),
     };
     channel.touch();

@@ -11,65 +11,96 @@
 //! out of its queue; responses are matched to their requests by opaque, requests are handed
 //! to [`LocalClient::server_requests`].
 
-use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 
 use crate::command::RemotingCommand;
-use crate::connection::{Channel, RequestHandler};
+use crate::connection::{Channel, InProcess, RequestHandler};
 use crate::error::{RemotingError, Result};
-
-type Pending = Arc<Mutex<HashMap<i32, oneshot::Sender<RemotingCommand>>>>;
 
 /// An in-process connection to a request handler (see the module docs).
 pub struct LocalClient {
     handler: Arc<dyn RequestHandler>,
     channel: Channel,
-    pending: Pending,
+    calls: Arc<InProcess>,
     next_opaque: AtomicI32,
     server_requests: Mutex<Option<mpsc::UnboundedReceiver<RemotingCommand>>>,
+    burst: Arc<Burst>,
+}
+
+/// When the handler's burst ends: a socket's burst is what one read brought; here it is the
+/// calls made while the burst's end was pending. The first call of a burst wakes the task
+/// that ends it; that task yields once (the calls running at the moment add theirs) and then
+/// tells the handler. So concurrent calls share one end, as the frames of one read do (the
+/// broker merges the acks of a burst into one record).
+#[derive(Debug, Default)]
+struct Burst {
+    open: AtomicBool,
+    wake: Notify,
+}
+
+impl Burst {
+    fn touch(&self) {
+        if !self.open.swap(true, Ordering::AcqRel) {
+            self.wake.notify_one();
+        }
+    }
 }
 
 impl std::fmt::Debug for LocalClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocalClient")
             .field("channel", &self.channel)
-            .field("pending", &self.pending.lock().len())
+            .field("pending", &self.calls.pending.lock().len())
             .finish_non_exhaustive()
     }
 }
 
 impl LocalClient {
     /// A connection to `handler` that looks to it like one from `peer`. Must be called
-    /// within a tokio runtime: a task routes what the handler sends on the connection.
+    /// within a tokio runtime: tasks route the handler's own requests and end its bursts.
     #[must_use]
     pub fn new(handler: Arc<dyn RequestHandler>, peer: SocketAddr) -> Self {
-        let (channel, mut queue) = Channel::in_process(peer);
-        let pending: Pending = Arc::default();
+        let calls = Arc::new(InProcess::default());
+        let (channel, mut queue) = Channel::in_process(peer, Arc::clone(&calls));
         let (requests_tx, requests_rx) = mpsc::unbounded_channel();
-        let routes = Arc::clone(&pending);
+        // Responses complete their calls as they are sent; what comes here is the handler's
+        // own requests.
         tokio::spawn(async move {
             while let Some(command) = queue.recv().await {
-                if command.is_response() {
-                    if let Some(waiter) = routes.lock().remove(&command.opaque()) {
-                        let _ = waiter.send(command);
-                    }
-                } else {
+                if !command.is_response() {
                     let _ = requests_tx.send(command);
                 }
             }
         });
+        let burst = Arc::new(Burst::default());
+        {
+            let (burst, handler, channel) =
+                (Arc::clone(&burst), Arc::clone(&handler), channel.clone());
+            tokio::spawn(async move {
+                loop {
+                    tokio::select! {
+                        () = burst.wake.notified() => {}
+                        () = channel.closed() => break,
+                    }
+                    tokio::task::yield_now().await;
+                    burst.open.store(false, Ordering::Release);
+                    handler.on_burst_end(&channel);
+                }
+            });
+        }
         LocalClient {
             handler,
             channel,
-            pending,
+            calls,
             next_opaque: AtomicI32::new(1),
             server_requests: Mutex::new(Some(requests_rx)),
+            burst,
         }
     }
 
@@ -102,15 +133,14 @@ impl LocalClient {
         let opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
         request.header.opaque = opaque;
         let (tx, rx) = oneshot::channel();
-        self.pending.lock().insert(opaque, tx);
+        self.calls.pending.lock().insert(opaque, tx);
         self.handler.on_request(&self.channel, request);
-        // A burst of one: what the handler batches across requests is done now.
-        self.handler.on_burst_end(&self.channel);
+        self.burst.touch();
         match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(response)) => Ok(response),
             Ok(Err(_)) => Err(RemotingError::ConnectionClosed(self.addr())),
             Err(_) => {
-                self.pending.lock().remove(&opaque);
+                self.calls.pending.lock().remove(&opaque);
                 Err(RemotingError::Timeout {
                     addr: self.addr(),
                     opaque,
@@ -125,7 +155,13 @@ impl LocalClient {
         let mut request = request.oneway();
         request.header.opaque = self.next_opaque.fetch_add(1, Ordering::Relaxed);
         self.handler.on_request(&self.channel, request);
-        self.handler.on_burst_end(&self.channel);
+        self.burst.touch();
+    }
+
+    /// Answers a request the handler sent this client (`request`'s opaque on `response`):
+    /// the handler's call waiting on the channel gets it, as from a socket.
+    pub fn answer(&self, request: &RemotingCommand, response: RemotingCommand) {
+        self.channel.complete(response.answering(request));
     }
 
     /// Closes the connection: the handler learns of it as of a closed socket, and
@@ -133,7 +169,7 @@ impl LocalClient {
     pub fn close(&self) {
         self.channel.close();
         self.handler.on_close(&self.channel);
-        self.pending.lock().clear();
+        self.calls.pending.lock().clear();
     }
 
     fn addr(&self) -> String {
@@ -218,5 +254,78 @@ mod tests {
         c.close();
         let closed = c.invoke(RemotingCommand::request(1), t).await;
         assert!(matches!(closed, Err(RemotingError::ConnectionClosed(_))));
+    }
+
+    /// Holds every request's answer until the burst ends, as the broker holds acks, and
+    /// counts the ends.
+    #[derive(Default)]
+    struct Batching {
+        held: parking_lot::Mutex<Vec<(Channel, RemotingCommand)>>,
+        ends: std::sync::atomic::AtomicUsize,
+    }
+
+    impl RequestHandler for Batching {
+        fn on_request(&self, channel: &Channel, request: RemotingCommand) {
+            self.held.lock().push((channel.clone(), request));
+        }
+
+        fn on_burst_end(&self, _channel: &Channel) {
+            self.ends.fetch_add(1, Ordering::Relaxed);
+            for (channel, request) in self.held.lock().drain(..) {
+                let ok = RemotingCommand::response(ResponseCode::Success, None::<String>);
+                let _ = channel.send(ok.answering(&request));
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_calls_share_a_burst_and_none_is_left_unended() {
+        let handler = Arc::new(Batching::default());
+        let c = Arc::new(LocalClient::new(
+            handler.clone(),
+            SocketAddr::from(([127, 0, 0, 1], 4001)),
+        ));
+        let calls: Vec<_> = (0..200)
+            .map(|_| {
+                let c = Arc::clone(&c);
+                tokio::spawn(async move {
+                    c.invoke(RemotingCommand::request(7), Duration::from_secs(5))
+                        .await
+                })
+            })
+            .collect();
+        for call in calls {
+            assert_eq!(
+                call.await.unwrap().unwrap().code(),
+                0,
+                "every call answered"
+            );
+        }
+        let ends = handler.ends.load(Ordering::Relaxed);
+        assert!((1..200).contains(&ends), "{ends} burst ends for 200 calls");
+        // A lone call still gets its burst ended.
+        let r = c
+            .invoke(RemotingCommand::request(7), Duration::from_secs(5))
+            .await;
+        assert_eq!(r.unwrap().code(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_request_of_the_handler_is_answered_through_the_client() {
+        let c = client();
+        let mut from_server = c.server_requests().unwrap();
+        let channel = c.channel().clone();
+        let asked = tokio::spawn(async move {
+            channel
+                .invoke(RemotingCommand::request(307), Duration::from_secs(5))
+                .await
+        });
+        let request = from_server.recv().await.unwrap();
+        c.answer(
+            &request,
+            RemotingCommand::response(ResponseCode::Success, Some("info".to_owned())),
+        );
+        let answer = asked.await.unwrap().unwrap();
+        assert_eq!(answer.remark(), Some("info"));
     }
 }

@@ -58,6 +58,8 @@ pub struct ApacheBroker {
     port: u16,
     id: i64,
     namesrv: String,
+    /// The gRPC port of the proxy it runs inside (local mode: [`ApacheBroker::start_with_grpc`]).
+    grpc_port: Option<u16>,
 }
 
 impl ApacheBroker {
@@ -89,7 +91,7 @@ impl ApacheBroker {
         extra: &[(&str, &str)],
         conf_files: &[(&str, &str)],
     ) -> Self {
-        Self::launch(version, namesrv, role, id, extra, conf_files, &[])
+        Self::launch(version, namesrv, role, id, extra, conf_files, &[], false)
     }
 
     /// [`start`](Self::start) with more JVM flags after the defaults (a later `-Xmx` or
@@ -107,9 +109,61 @@ impl ApacheBroker {
         extra: &[(&str, &str)],
         jvm_flags: &[&str],
     ) -> Self {
-        Self::launch(version, namesrv, role, id, extra, &[], jvm_flags)
+        Self::launch(version, namesrv, role, id, extra, &[], jvm_flags, false)
     }
 
+    /// An ASYNC_MASTER `brokerId=0` inside Apache's proxy `version` in local mode
+    /// (`ProxyStartup -pm local -bc broker.conf -pc rmq-proxy.json`: what `mqbroker
+    /// --enable-proxy` runs), serving gRPC on a port of its own ([`grpc_endpoint`]), with the
+    /// timer wheel on (POP's revive needs it) and 1 GiB of direct memory.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    ///
+    /// [`grpc_endpoint`]: Self::grpc_endpoint
+    #[must_use]
+    pub fn start_with_grpc(version: &str, namesrv: &str, extra: &[(&str, &str)]) -> Self {
+        // POP needs the timer wheel (revive) and more direct memory than the default 256 MB
+        // (see integration-tests/grpc/README.md).
+        let mut all = vec![("timerWheelEnable", "true")];
+        all.extend_from_slice(extra);
+        let broker = Self::launch(
+            version,
+            namesrv,
+            "ASYNC_MASTER",
+            0,
+            &all,
+            &[],
+            &["-XX:MaxDirectMemorySize=1g"],
+            true,
+        );
+        let grpc = broker.grpc_endpoint();
+        let serving = || {
+            grpc.parse().is_ok_and(|addr| {
+                std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1)).is_ok()
+            })
+        };
+        assert!(
+            wait_until(APACHE_READY, serving),
+            "Apache's proxy in local mode never served gRPC on {grpc}:\n{}",
+            broker.log_tail()
+        );
+        broker
+    }
+
+    /// `127.0.0.1:grpcServerPort` of the proxy it runs inside.
+    ///
+    /// # Panics
+    /// When it was not started with [`start_with_grpc`](Self::start_with_grpc).
+    #[must_use]
+    pub fn grpc_endpoint(&self) -> String {
+        let port = self
+            .grpc_port
+            .expect("started with the proxy (start_with_grpc)");
+        format!("127.0.0.1:{port}")
+    }
+
+    #[allow(clippy::too_many_arguments, reason = "one per way the tests start it")]
     fn launch(
         version: &str,
         namesrv: &str,
@@ -118,11 +172,12 @@ impl ApacheBroker {
         extra: &[(&str, &str)],
         conf_files: &[(&str, &str)],
         jvm_flags: &[&str],
+        with_proxy: bool,
     ) -> Self {
         let dist = apache_dist(version).unwrap_or_else(|e| panic!("{e}"));
-        let (classpath, mut rocketmq_home) = (dist.classpath, dist.home);
+        let (mut classpath, mut rocketmq_home) = (dist.classpath, dist.home);
         let dir = TestDir::new(&format!("apache-{version}-{}", role.to_lowercase()));
-        let ports = ports::reserve_consecutive(4);
+        let mut ports = ports::reserve_consecutive(4);
         let port = ports[2].port();
         let store = dir.path().join("store");
         let mut conf = vec![
@@ -180,19 +235,54 @@ impl ApacheBroker {
         for flag in BROKER_JVM_FLAGS.iter().chain(jvm_flags) {
             spec = spec.arg(flag);
         }
+        let mut grpc_port = None;
+        let main = if with_proxy {
+            // The proxy's class path holds the broker's; its ports are two more.
+            classpath = super::proxy::resolve(version).unwrap_or_else(|e| panic!("{e}"));
+            let (grpc, remoting) = (ports::reserve(), ports::reserve());
+            let proxy_conf = serde_json::json!({
+                "rocketMQClusterName": "DefaultCluster",
+                "namesrvAddr": namesrv,
+                "grpcServerPort": grpc.port(),
+                "remotingListenPort": remoting.port(),
+                "localServeAddr": "127.0.0.1",
+                "remotingAccessAddr": "127.0.0.1",
+                "proxyName": "sluice-it-local-proxy",
+                "enablePrintJstack": false,
+                "grpcShutdownTimeSeconds": 1,
+            });
+            let proxy_conf_path = dir.path().join("rmq-proxy.json");
+            fs::write(&proxy_conf_path, proxy_conf.to_string()).unwrap();
+            grpc_port = Some(grpc.port());
+            ports.extend([grpc, remoting]);
+            vec![
+                "org.apache.rocketmq.proxy.ProxyStartup".to_owned(),
+                "-pm".to_owned(),
+                "local".to_owned(),
+                "-bc".to_owned(),
+                conf_path.display().to_string(),
+                "-pc".to_owned(),
+                proxy_conf_path.display().to_string(),
+            ]
+        } else {
+            vec![
+                "org.apache.rocketmq.broker.BrokerStartup".to_owned(),
+                "-c".to_owned(),
+                conf_path.display().to_string(),
+            ]
+        };
         spec = spec
             .arg(format!("-Duser.home={}", home.display()))
             .arg("-Drocketmq.namesrv.domain=127.0.0.1:9")
             .arg("-cp")
             .arg(&classpath)
-            .arg("org.apache.rocketmq.broker.BrokerStartup")
-            .arg("-c")
-            .arg(&conf_path);
+            .args(&main);
         let broker = ApacheBroker {
             process: ChildProcess::start(spec, dir, ports),
             port,
             id,
             namesrv: namesrv.to_owned(),
+            grpc_port,
         };
         broker.wait_registered();
         broker

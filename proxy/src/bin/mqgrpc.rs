@@ -245,7 +245,7 @@ async fn send(
     ));
     let message = std::sync::Arc::new(pb::Message {
         topic: Some(resource),
-        body,
+        body: body.into(),
         system_properties: Some(pb::SystemProperties {
             tag,
             keys: keys.into_iter().collect(),

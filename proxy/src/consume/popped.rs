@@ -189,6 +189,7 @@ pub fn decode(
         let message = convert::stored_message(
             &m,
             &props,
+            convert::body_in(&body, m.body),
             &Shown {
                 topic,
                 message_id: &message_id,
@@ -212,10 +213,8 @@ pub fn decode(
 
 #[cfg(test)]
 mod tests {
-    use std::net::SocketAddr;
 
     use bytes::BytesMut;
-    use message::record::RecordFields;
     use remoting::ResponseCode;
 
     use super::*;
@@ -224,28 +223,13 @@ mod tests {
     const NOW: i64 = 1_700_000_100_000;
 
     fn record(topic: &str, queue_id: i32, offset: u64, props: &str, reconsume: i32) -> Vec<u8> {
-        let host: SocketAddr = "10.0.0.7:5555".parse().unwrap();
-        let store: SocketAddr = "127.0.0.1:10911".parse().unwrap();
-        let f = RecordFields {
-            body_crc: 0,
-            queue_id,
-            flag: 0,
-            queue_offset: offset,
-            physical_offset: 1000 + offset,
-            sys_flag: 0,
-            born_timestamp: 1_700_000_000_123,
-            born_host: host,
-            store_timestamp: 1_700_000_000_200,
-            store_host: store,
-            reconsume_times: reconsume,
-            prepared_transaction_offset: 0,
-            body: b"hello",
-            topic: topic.as_bytes(),
-            properties: [props.as_bytes(), b"", b""],
-        };
-        let mut buf = vec![0; f.encoded_len().unwrap()];
-        record::encode(&mut buf, &f);
-        buf
+        let mut f = crate::test_util::fields(topic, b"hello", props);
+        f.queue_id = queue_id;
+        f.queue_offset = offset;
+        f.physical_offset = 1000 + offset;
+        f.reconsume_times = reconsume;
+        f.born_host = "10.0.0.7:5555".parse().unwrap();
+        crate::test_util::encode(&f)
     }
 
     fn response(header: &PopMessageResponseHeader, records: &[Vec<u8>]) -> RemotingCommand {
@@ -304,7 +288,7 @@ mod tests {
         let m = &first.message;
         let s = m.system_properties.as_ref().unwrap();
         assert_eq!(m.topic.as_ref().unwrap().name, "T");
-        assert_eq!(m.body, b"hello");
+        assert_eq!(m.body.as_ref(), b"hello");
         assert_eq!(
             m.user_properties.get("idx").map(String::as_str),
             Some("3"),

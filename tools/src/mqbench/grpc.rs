@@ -110,8 +110,9 @@ pub struct GrpcConsumerArgs {
     /// Invisible duration of received messages.
     #[arg(long = "invisible", value_parser = parse_duration, default_value = "30s")]
     pub invisible: Duration,
-    /// Long-polling time of a receive that finds nothing.
-    #[arg(long = "long-polling", value_parser = parse_duration, default_value = "1s")]
+    /// Long-polling time of a receive that finds nothing (at least the proxy's
+    /// `grpcClientConsumerMinLongPollingTimeoutMillis`, 5 s by default, or it is refused).
+    #[arg(long = "long-polling", value_parser = parse_duration, default_value = "5s")]
     pub long_polling: Duration,
     /// HTTP/2 connections.
     #[arg(long = "connections", default_value_t = 2)]
@@ -300,7 +301,7 @@ pub async fn run_producer(
         .await?;
     let run = Arc::new(Run::default());
     let ids = Arc::new(uniq_id::local_generator());
-    let body: Arc<[u8]> = vec![b'x'; args.size].into();
+    let body = bytes::Bytes::from(vec![b'x'; args.size]);
     let budget = args.messages.map(AtomicU64::new).map(Arc::new);
     let timeout = Duration::from_millis(args.timeout_ms);
     let reporter = tokio::spawn(report_progress(
@@ -316,7 +317,7 @@ pub async fn run_producer(
                 client.clone(),
                 Arc::clone(&run),
                 Arc::clone(&ids),
-                Arc::clone(&body),
+                body.clone(),
                 budget.clone(),
             );
             let topic = args.topic.clone();
@@ -346,7 +347,7 @@ pub async fn run_producer(
                             born_host: "127.0.0.1".into(),
                             ..Default::default()
                         }),
-                        body: body.to_vec(),
+                        body: body.clone(),
                     };
                     send_one(&client, &mut stub, message, timeout, &run, &recorder).await;
                 }

@@ -36,14 +36,17 @@ import org.apache.rocketmq.client.apis.producer.TransactionResolution;
  *
  * <pre>
  * GrpcClient CASE --endpoint 127.0.0.1:PORT --topic T --group G [--timeout-ms 120000] [--consume no] [--access-key AK --secret-key SK]
- *   CASE: normal | fifo | delay | transaction | simple | push | priority
+ *   CASE: normal | fifo | delay | transaction | simple | push | priority | listen | recall
  * </pre>
  *
  * {@code --consume no}: the cases that send and then consume (normal, fifo, delay) only send,
  * and print {@code OK sent=N} once every send succeeded (the test reads the messages back).
  *
  * Exit 0 once the case saw everything it waits for (an {@code OK} line), 1 on failure ({@code
- * ERR ...}), 2 on a usage error, 124 when the watchdog fires.
+ * ERR ...}), 2 on a usage error, 124 when the watchdog fires. {@code recall} (this program only)
+ * sends 2 delay messages and recalls the first. {@code listen} (this program only)
+ * is a push consumer that prints {@code STARTED}, a {@code RECV} line per delivery, and runs
+ * until it is killed: the test asks the broker about it meanwhile.
  */
 public final class GrpcClient {
     private static final PrintStream OUT =
@@ -132,6 +135,10 @@ public final class GrpcClient {
                 return push();
             case "priority":
                 return priority();
+            case "listen":
+                return listen();
+            case "recall":
+                return recall();
             default:
                 usage("unknown case " + kase);
                 return false;
@@ -182,6 +189,29 @@ public final class GrpcClient {
             }
         }
         return consumeAll(bodies, "*");
+    }
+
+    /**
+     * 2 messages due 5 s after the send; the first is recalled with its send's recall handle
+     * ({@code RECALL <body> <msgId>}); the consumer receives the second and lingers 8 s more (past
+     * the first's due time).
+     */
+    private boolean recall() throws Exception {
+        List<String> bodies = new ArrayList<>();
+        try (Producer p = producer(null)) {
+            List<org.apache.rocketmq.client.apis.producer.SendReceipt> receipts = new ArrayList<>();
+            for (int i = 0; i < 2; i++) {
+                String body = "recall-" + i;
+                long due = System.currentTimeMillis() + 5000;
+                var receipt = p.send(message(body).setDeliveryTimestamp(due).build());
+                sent(i, receipt, " deliver=" + due);
+                receipts.add(receipt);
+            }
+            var recalled = p.recallMessage(topic, receipts.get(0).getRecallHandle());
+            OUT.println("RECALL recall-0 " + recalled.getMessageId());
+            bodies.add("recall-1");
+        }
+        return consumeAll(bodies, "*", 8000);
     }
 
     /**
@@ -313,6 +343,29 @@ public final class GrpcClient {
             }
             Thread.sleep(2000);
             OUT.println("OK consumed=" + done.size());
+            return true;
+        } finally {
+            c.close();
+        }
+    }
+
+    /**
+     * A push consumer of the topic that stays up, printing what it is given (by its own
+     * receives, or by the broker through {@code VerifyMessageCommand}), until killed.
+     */
+    private boolean listen() throws Exception {
+        PushConsumer c = provider.newPushConsumerBuilder()
+                .setClientConfiguration(config)
+                .setConsumerGroup(group)
+                .setSubscriptionExpressions(Collections.singletonMap(topic, new FilterExpression("*", FilterExpressionType.TAG)))
+                .setMessageListener(v -> {
+                    recv(v);
+                    return ConsumeResult.SUCCESS;
+                })
+                .build();
+        try {
+            OUT.println("STARTED " + group);
+            Thread.sleep(Long.MAX_VALUE);
             return true;
         } finally {
             c.close();
