@@ -12,7 +12,8 @@ use remoting::{CommandHeader, RemotingCommand, RequestCode, ResponseCode};
 use tracing::info;
 
 use crate::model::{
-    Acl, Action, Decision, PolicyType, Resource, User, UserStatus, UserType, parse_subject,
+    Acl, Action, Decision, Policy, PolicyEntry, PolicyType, Resource, User, UserStatus, UserType,
+    parse_subject,
 };
 use crate::signature::ACCESS_KEY;
 use crate::store::{EntryDraft, ManageError, MetadataStore, PolicyDraft, UserChange};
@@ -139,6 +140,68 @@ fn drafts(info: &AclInfo) -> Vec<PolicyDraft> {
         });
     }
     out
+}
+
+/// A `UserInfo` (AUTH_GET_USER's answer) as a user; the inverse of the answer this module
+/// writes. A proxy reads its cluster's users so (`UserConverter.convertUser`); `None`
+/// without a name.
+#[must_use]
+pub fn user_from_info(info: UserInfo) -> Option<User> {
+    let username = info.username.filter(|u| !u.is_empty())?;
+    Some(User {
+        username,
+        password: info.password.unwrap_or_default(),
+        user_type: info
+            .user_type
+            .as_deref()
+            .and_then(UserType::from_name)
+            .unwrap_or(UserType::Normal),
+        user_status: info
+            .user_status
+            .as_deref()
+            .and_then(UserStatus::from_name)
+            .unwrap_or(UserStatus::Enable),
+    })
+}
+
+/// A broker's `AclInfo` as an ACL (`AclConverter.convertAcl`): entries that do not parse are
+/// left out (they could only ever deny by not matching).
+#[must_use]
+pub fn acl_from_info(info: &AclInfo) -> Acl {
+    let policies = info
+        .policies
+        .iter()
+        .flatten()
+        .map(|p| Policy {
+            policy_type: p
+                .policy_type
+                .as_deref()
+                .and_then(PolicyType::from_name)
+                .unwrap_or(PolicyType::Custom),
+            entries: p
+                .entries
+                .iter()
+                .flatten()
+                .filter_map(|e| {
+                    Some(PolicyEntry {
+                        resource: Resource::parse(e.resource.as_deref()?)?,
+                        actions: e
+                            .actions
+                            .iter()
+                            .flatten()
+                            .filter_map(|a| Action::from_name(a))
+                            .collect(),
+                        source_ips: e.source_ips.clone().unwrap_or_default(),
+                        decision: Decision::from_name(e.decision.as_deref()?)?,
+                    })
+                })
+                .collect(),
+        })
+        .collect();
+    Acl {
+        subject: info.subject.clone().unwrap_or_default(),
+        policies,
+    }
 }
 
 fn change_of(info: UserInfo, username: String) -> UserChange {

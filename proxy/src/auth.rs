@@ -41,10 +41,7 @@ use std::time::{Duration, Instant};
 
 use auth::evaluate::{self, AUTHORIZATION_FAILED, Denied, Directory};
 use auth::grpc::{self as signed, GrpcCredential};
-use auth::model::{
-    Acl, Action, Decision, Policy, PolicyEntry, PolicyType, Resource, User, UserStatus, UserType,
-    user_subject,
-};
+use auth::model::{Acl, Action, Resource, User, user_subject};
 use auth::request::Access;
 use auth::{AuthConfig, MetadataStore};
 use parking_lot::Mutex;
@@ -219,7 +216,7 @@ impl<B: Backend> BrokerUsers<B> {
             },
         );
         let user: Option<UserInfo> = self.ask(&addr, user_request).await?;
-        let Some(user) = user.and_then(user_of) else {
+        let Some(user) = user.and_then(auth::admin::user_from_info) else {
             // Unknown: no ACL to read either.
             return Ok(Entry::default());
         };
@@ -232,7 +229,7 @@ impl<B: Backend> BrokerUsers<B> {
         let acl: Option<AclInfo> = self.ask(&addr, acl_request).await?;
         Ok(Entry {
             user: Some(Arc::new(user)),
-            acl: acl.map(|a| Arc::new(acl_of(&a))),
+            acl: acl.map(|a| Arc::new(auth::admin::acl_from_info(&a))),
         })
     }
 
@@ -279,64 +276,6 @@ impl<B: Backend> Users for BrokerUsers<B> {
                 .insert(username.to_owned(), (Instant::now(), entry.clone()));
             Ok(entry)
         })
-    }
-}
-
-/// A broker's `UserInfo` as a user (`UserConverter.convertUser`); `None` without a name.
-fn user_of(info: UserInfo) -> Option<User> {
-    let username = info.username.filter(|u| !u.is_empty())?;
-    Some(User {
-        username,
-        password: info.password.unwrap_or_default(),
-        user_type: info
-            .user_type
-            .as_deref()
-            .and_then(UserType::from_name)
-            .unwrap_or(UserType::Normal),
-        user_status: info
-            .user_status
-            .as_deref()
-            .and_then(UserStatus::from_name)
-            .unwrap_or(UserStatus::Enable),
-    })
-}
-
-/// A broker's `AclInfo` as an ACL (`AclConverter.convertAcl`): entries that do not parse are
-/// left out (they could only ever deny by not matching).
-fn acl_of(info: &AclInfo) -> Acl {
-    let policies = info
-        .policies
-        .iter()
-        .flatten()
-        .map(|p| Policy {
-            policy_type: p
-                .policy_type
-                .as_deref()
-                .and_then(PolicyType::from_name)
-                .unwrap_or(PolicyType::Custom),
-            entries: p
-                .entries
-                .iter()
-                .flatten()
-                .filter_map(|e| {
-                    Some(PolicyEntry {
-                        resource: Resource::parse(e.resource.as_deref()?)?,
-                        actions: e
-                            .actions
-                            .iter()
-                            .flatten()
-                            .filter_map(|a| Action::from_name(a))
-                            .collect(),
-                        source_ips: e.source_ips.clone().unwrap_or_default(),
-                        decision: Decision::from_name(e.decision.as_deref()?)?,
-                    })
-                })
-                .collect(),
-        })
-        .collect();
-    Acl {
-        subject: info.subject.clone().unwrap_or_default(),
-        policies,
     }
 }
 
@@ -918,7 +857,7 @@ impl<S: MessagingService> MessagingService for Authenticated<S> {
 
 #[cfg(test)]
 mod tests {
-    use auth::model::Decision;
+    use auth::model::{Decision, UserType};
     use auth::store::{EntryDraft, PolicyDraft, UserChange};
     use remoting::protocol::route::{BrokerData, QueueData, TopicRouteData};
     use tonic::metadata::MetadataValue;

@@ -53,6 +53,38 @@ pub struct Client<'a> {
     pub version: &'a str,
 }
 
+/// What the broker asks a client.
+enum Question {
+    /// Its thread stacks, to complete this running info.
+    Stacks(ConsumerRunningInfo),
+    /// To consume this message.
+    Verify(pb::Message),
+}
+
+/// The message CONSUME_MESSAGE_DIRECTLY carries (its body, the record the broker found), as
+/// the client receives messages; `None` when there is none.
+fn message_to_verify(request: &RemotingCommand) -> Option<pb::Message> {
+    let body = request.body.to_bytes();
+    let Ok(Some(Record::Message(m))) = record::decode(&body) else {
+        return None;
+    };
+    let props = m.properties_str();
+    let header_id = request.header.ext_fields.get("msgId").unwrap_or_default();
+    let message_id = properties::get(&props, keys::UNIQ_KEY).unwrap_or(header_id);
+    Some(convert::stored_message(
+        &m,
+        &props,
+        convert::body_in(&body, m.body),
+        &Shown {
+            topic: m.topic,
+            message_id,
+            receipt: None,
+            reconsume_times: m.reconsume_times,
+        },
+        crate::clock::now_ms(),
+    ))
+}
+
 /// A question waiting for the client's answer.
 struct Waiting {
     answer: ClientAnswer,
@@ -163,8 +195,7 @@ impl Relay {
         request: &RemotingCommand,
         answer: ClientAnswer,
     ) {
-        let code = request.code();
-        let command = if code == RequestCode::GetConsumerRunningInfo.code() {
+        let question = if request.code() == RequestCode::GetConsumerRunningInfo.code() {
             let jstack = request
                 .decode_header::<GetConsumerRunningInfoRequestHeader>()
                 .ok()
@@ -175,63 +206,39 @@ impl Relay {
                 answer.send(json_answer(&info));
                 return;
             }
-            let Some(stream) = stream else {
-                answer.send(response(
-                    ResponseCode::SystemError,
-                    &format!("the gRPC client {client_id} has no open telemetry stream"),
-                ));
-                return;
-            };
-            let nonce = self.wait(answer, Some(info));
-            (
-                stream,
-                Command::PrintThreadStackTraceCommand(pb::PrintThreadStackTraceCommand { nonce }),
-            )
+            Question::Stacks(info)
         } else {
-            let body = request.body.to_bytes();
-            let Ok(Some(Record::Message(m))) = record::decode(&body) else {
-                answer.send(response(
-                    ResponseCode::SystemError,
-                    "no message to give the consumer (not found by its id)",
-                ));
-                return;
-            };
-            let Some(stream) = stream else {
-                answer.send(response(
-                    ResponseCode::SystemError,
-                    &format!("the gRPC client {client_id} has no open telemetry stream"),
-                ));
-                return;
-            };
-            let props = m.properties_str();
-            let header_id = request.header.ext_fields.get("msgId").unwrap_or_default();
-            let message_id = properties::get(&props, keys::UNIQ_KEY).unwrap_or(header_id);
-            let message = convert::stored_message(
-                &m,
-                &props,
-                convert::body_in(&body, m.body),
-                &Shown {
-                    topic: m.topic,
-                    message_id,
-                    receipt: None,
-                    reconsume_times: m.reconsume_times,
-                },
-                crate::clock::now_ms(),
-            );
-            let nonce = self.wait(answer, None);
-            (
-                stream,
-                Command::VerifyMessageCommand(pb::VerifyMessageCommand {
-                    nonce,
-                    message: Some(message),
-                }),
-            )
+            match message_to_verify(request) {
+                Some(message) => Question::Verify(message),
+                None => {
+                    answer.send(response(
+                        ResponseCode::SystemError,
+                        "no message to give the consumer (not found by its id)",
+                    ));
+                    return;
+                }
+            }
         };
-        let (stream, command) = command;
-        let nonce = match &command {
-            Command::PrintThreadStackTraceCommand(c) => c.nonce.clone(),
-            Command::VerifyMessageCommand(c) => c.nonce.clone(),
-            _ => String::new(),
+        let Some(stream) = stream else {
+            answer.send(response(
+                ResponseCode::SystemError,
+                &format!("the gRPC client {client_id} has no open telemetry stream"),
+            ));
+            return;
+        };
+        let (info, message) = match question {
+            Question::Stacks(info) => (Some(info), None),
+            Question::Verify(message) => (None, Some(message)),
+        };
+        let nonce = self.wait(answer, info);
+        let command = match message {
+            None => Command::PrintThreadStackTraceCommand(pb::PrintThreadStackTraceCommand {
+                nonce: nonce.clone(),
+            }),
+            Some(message) => Command::VerifyMessageCommand(pb::VerifyMessageCommand {
+                nonce: nonce.clone(),
+                message: Some(message),
+            }),
         };
         let item = pb::TelemetryCommand {
             status: None,
