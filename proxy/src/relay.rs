@@ -58,7 +58,7 @@ enum Question {
     /// Its thread stacks, to complete this running info.
     Stacks(ConsumerRunningInfo),
     /// To consume this message.
-    Verify(pb::Message),
+    Verify(Box<pb::Message>),
 }
 
 /// The message CONSUME_MESSAGE_DIRECTLY carries (its body, the record the broker found), as
@@ -209,7 +209,7 @@ impl Relay {
             Question::Stacks(info)
         } else {
             match message_to_verify(request) {
-                Some(message) => Question::Verify(message),
+                Some(message) => Question::Verify(Box::new(message)),
                 None => {
                     answer.send(response(
                         ResponseCode::SystemError,
@@ -237,7 +237,7 @@ impl Relay {
             }),
             Some(message) => Command::VerifyMessageCommand(pb::VerifyMessageCommand {
                 nonce: nonce.clone(),
-                message: Some(message),
+                message: Some(*message),
             }),
         };
         let item = pb::TelemetryCommand {
