@@ -40,6 +40,9 @@ pub struct ProxyConfig {
     pub max_delay_time_mills: i64,
     /// `maxTransactionRecoverySecond`: longest orphaned-transaction recovery, s (3600).
     pub max_transaction_recovery_second: i64,
+    /// `channelExpiredTimeout`: a client neither heard of (settings, heartbeat) nor connected
+    /// (telemetry stream) for this long is forgotten, ms (120 000).
+    pub channel_expired_timeout: u64,
     /// `enableTopicMessageTypeCheck`: check sends against the topic's `message.type` (true);
     /// also what the clients are told to check (`validate_message_type`).
     pub enable_topic_message_type_check: bool,
@@ -113,6 +116,7 @@ impl Default for ProxyConfig {
             max_delay_time_mills: limits.max_delay_time_mills,
             max_transaction_recovery_second: limits.max_transaction_recovery_second,
             enable_topic_message_type_check: true,
+            channel_expired_timeout: 120_000,
             grpc_client_producer_max_attempts: 3,
             grpc_client_producer_backoff_initial_millis: 10,
             grpc_client_producer_backoff_max_millis: 1000,

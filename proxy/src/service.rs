@@ -76,6 +76,8 @@ pub const LANGUAGE: &str = "x-mq-language";
 pub const CLIENT_VERSION: &str = "x-mq-client-version";
 /// Telemetry commands waiting to be written to one client.
 const TELEMETRY_BUFFER: usize = 16;
+/// How often silent clients are looked for (Apache's 10 s).
+const EXPIRY_SCAN: std::time::Duration = std::time::Duration::from_secs(10);
 /// How long a RECALL_MESSAGE may take (Apache's 2 s).
 const RECALL_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(2);
 /// How long a client's registration with the broker may take (local mode).
@@ -189,6 +191,7 @@ impl<B: Backend> MessagingProxy<B> {
         shared.backend.serve_inbound(Arc::new(CheckBacks {
             shared: Arc::downgrade(&shared),
         }));
+        Shared::start_expiry(&shared);
         MessagingProxy { shared }
     }
 
@@ -209,6 +212,34 @@ impl<B: Backend> MessagingProxy<B> {
 }
 
 impl<B: Backend> Shared<B> {
+    /// Every [`EXPIRY_SCAN`], forgets the clients gone silent (Apache's
+    /// `scanNotActiveChannel`): neither settings nor a heartbeat for `channelExpiredTimeout`,
+    /// and no open telemetry stream. Without a runtime (unit tests of the conversions) nothing
+    /// expires.
+    fn start_expiry(this: &Arc<Self>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let weak = Arc::downgrade(this);
+        let idle = std::time::Duration::from_millis(this.config.channel_expired_timeout);
+        runtime.spawn(async move {
+            let mut scan = tokio::time::interval(EXPIRY_SCAN);
+            scan.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                scan.tick().await;
+                let Some(this) = weak.upgrade() else { break };
+                let gone = this
+                    .clients
+                    .expire(idle, |id| this.telemetry.lock().contains_key(id));
+                for id in gone {
+                    debug!(client = id, "client expired");
+                    this.transactions.unregister_client(&id);
+                    this.backend.client_gone(&id);
+                }
+            }
+        });
+    }
+
     /// `client_id`'s stream `out` ended: forget it, unless a newer stream replaced it.
     fn forget_stream(
         &self,
@@ -265,6 +296,7 @@ impl<B: Backend> Shared<B> {
                 "cannot find client settings for this client",
             ));
         };
+        self.clients.touch(id);
         let group = match settings.client_type() {
             ClientType::Producer => {
                 self.transactions

@@ -13,6 +13,7 @@
 //! by the stored client type.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
 use parking_lot::Mutex;
 use prost_types::Duration;
@@ -34,10 +35,11 @@ fn millis(ms: u64) -> Duration {
     }
 }
 
-/// The settings clients reported, by client id.
+/// The settings clients reported, by client id, with when each was last heard of (settings
+/// or heartbeat).
 #[derive(Debug, Default)]
 pub struct ClientSettings {
-    clients: Mutex<HashMap<String, pb::Settings>>,
+    clients: Mutex<HashMap<String, (pb::Settings, Instant)>>,
 }
 
 impl ClientSettings {
@@ -49,18 +51,41 @@ impl ClientSettings {
 
     /// Stores what `client_id` reported.
     pub fn update(&self, client_id: &str, settings: pb::Settings) {
-        self.clients.lock().insert(client_id.to_owned(), settings);
+        self.clients
+            .lock()
+            .insert(client_id.to_owned(), (settings, Instant::now()));
+    }
+
+    /// `client_id` was heard of (a heartbeat).
+    pub fn touch(&self, client_id: &str) {
+        if let Some((_, seen)) = self.clients.lock().get_mut(client_id) {
+            *seen = Instant::now();
+        }
     }
 
     /// What `client_id` reported, if it did.
     #[must_use]
     pub fn get(&self, client_id: &str) -> Option<pb::Settings> {
-        self.clients.lock().get(client_id).cloned()
+        self.clients.lock().get(client_id).map(|(s, _)| s.clone())
     }
 
     /// Forgets `client_id`, returning what it had reported.
     pub fn remove(&self, client_id: &str) -> Option<pb::Settings> {
-        self.clients.lock().remove(client_id)
+        self.clients.lock().remove(client_id).map(|(s, _)| s)
+    }
+
+    /// Forgets the clients not heard of for `idle` unless `keep` (one with an open stream),
+    /// as Apache's proxy drops a client after `channelExpiredTimeout`; their ids.
+    pub fn expire(&self, idle: std::time::Duration, keep: impl Fn(&str) -> bool) -> Vec<String> {
+        let mut gone = Vec::new();
+        self.clients.lock().retain(|id, (_, seen)| {
+            let stays = seen.elapsed() < idle || keep(id);
+            if !stays {
+                gone.push(id.clone());
+            }
+            stays
+        });
+        gone
     }
 
     /// How many clients are known.
@@ -135,6 +160,22 @@ pub fn answer(reported: &pb::Settings, config: &ProxyConfig) -> pb::Settings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn silent_clients_without_a_stream_expire() {
+        let clients = ClientSettings::new();
+        clients.update("quiet", pb::Settings::default());
+        clients.update("streaming", pb::Settings::default());
+        clients.update("beating", pb::Settings::default());
+        let idle = std::time::Duration::from_millis(50);
+        std::thread::sleep(idle * 2);
+        clients.touch("beating");
+        let gone = clients.expire(idle, |id| id == "streaming");
+        assert_eq!(gone, ["quiet"]);
+        assert!(clients.get("quiet").is_none());
+        assert!(clients.get("streaming").is_some() && clients.get("beating").is_some());
+        assert!(clients.expire(idle, |_| true).is_empty());
+    }
 
     fn producer() -> pb::Settings {
         pb::Settings {

@@ -36,6 +36,9 @@ use crate::uniq_id;
 
 /// How long the settings' answer may take.
 const SETTINGS_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a client heartbeats, as the SDKs do (a proxy forgets a client's settings after
+/// `channelExpiredTimeout`, 120 s, without one).
+const HEARTBEAT_PERIOD: Duration = Duration::from_secs(10);
 /// A receive's deadline beyond its long-polling time.
 const RECEIVE_MARGIN: Duration = Duration::from_secs(3);
 
@@ -200,6 +203,7 @@ impl Client {
         settings: pb::Settings,
     ) -> Result<mpsc::Sender<pb::TelemetryCommand>> {
         let (tx, rx) = mpsc::channel(4);
+        self.heartbeat_while_open(&settings, &tx);
         tx.send(pb::TelemetryCommand {
             status: None,
             command: Some(Command::Settings(settings)),
@@ -227,6 +231,37 @@ impl Client {
         // Later server commands are read and dropped.
         tokio::spawn(async move { while let Ok(Some(_)) = answers.message().await {} });
         Ok(tx)
+    }
+
+    /// Heartbeats every [`HEARTBEAT_PERIOD`], as the SDKs do, until `stream` closes (its
+    /// sender dropped).
+    fn heartbeat_while_open(
+        &self,
+        settings: &pb::Settings,
+        stream: &mpsc::Sender<pb::TelemetryCommand>,
+    ) {
+        let group = match &settings.pub_sub {
+            Some(pb::settings::PubSub::Subscription(s)) => s.group.clone(),
+            _ => None,
+        };
+        let heartbeat = pb::HeartbeatRequest {
+            group,
+            client_type: settings.client_type.unwrap_or_default(),
+        };
+        let (client, stream) = (self.clone(), stream.clone());
+        tokio::spawn(async move {
+            let mut stub = client.stub(0);
+            loop {
+                tokio::select! {
+                    () = tokio::time::sleep(HEARTBEAT_PERIOD) => {}
+                    () = stream.closed() => return,
+                }
+                let request = client.request(heartbeat.clone(), SETTINGS_TIMEOUT);
+                if let Err(status) = stub.heartbeat(request).await {
+                    eprintln!("mqbench: heartbeat failed: {status}");
+                }
+            }
+        });
     }
 
     fn settings(&self, kind: pb::ClientType, pub_sub: pb::settings::PubSub) -> pb::Settings {
