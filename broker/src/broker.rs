@@ -90,6 +90,8 @@ pub struct Broker {
     pub namesrv: NamesrvClient,
     /// Counters.
     pub stats: BrokerStats,
+    /// RocketMQ 5's metrics (recording once `metricsExporterType=PROM` turns them on).
+    pub metrics: crate::meters::BrokerMetrics,
     /// Pulls held for long polling.
     pub pull_hold: Arc<PullHold>,
     /// Per-group cold-read thresholds (kept and shown, never applied: see the module).
@@ -223,6 +225,7 @@ impl Broker {
             filters: Arc::new(ConsumerFilters::default()),
             namesrv,
             stats: BrokerStats::default(),
+            metrics: crate::meters::BrokerMetrics::new(),
             pull_hold: Arc::new(PullHold::default()),
             cold_read: ColdReadThresholds::default(),
             sync_now: tokio::sync::Notify::new(),

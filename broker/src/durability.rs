@@ -107,6 +107,7 @@ impl Broker {
             .then(|| self.store.wait_flushed(end));
         let replica = (self.role() == BrokerRole::SYNC_MASTER)
             .then(|| self.replication.wait_for_slave(end.0));
+        let ack_clock = replica.as_ref().and_then(|_| self.metrics.ha_ack_clock());
         if flush.is_none() && replica.is_none() {
             return Durable {
                 state: State::Ready(PutMessageStatus::PutOk),
@@ -123,7 +124,12 @@ impl Broker {
                 match replica {
                     None => PutMessageStatus::PutOk,
                     Some(replica) => match replica.await {
-                        ReplicaStatus::PutOk => PutMessageStatus::PutOk,
+                        ReplicaStatus::PutOk => {
+                            if let Some(clock) = ack_clock {
+                                clock.stop();
+                            }
+                            PutMessageStatus::PutOk
+                        }
                         ReplicaStatus::FlushSlaveTimeout => PutMessageStatus::FlushSlaveTimeout,
                         ReplicaStatus::SlaveNotAvailable => PutMessageStatus::SlaveNotAvailable,
                     },

@@ -33,6 +33,8 @@
 //! - [`service_switch`]: idempotent start/stop of master-only services (one atomic flag).
 //! - [`slave_sync`]: a slave's periodic copy of its master's tables.
 //! - [`stats`]: counters and TPS windows for runtime info.
+//! - [`meters`]: RocketMQ 5's event meters (a put, a pull, a commit counted where it happens).
+//! - [`metrics`]: the Prometheus endpoint (`metricsExporterType=PROM`) and the states it reads.
 //! - [`pull_hold`]: long polling: held pulls woken by dispatch or their deadline.
 //! - [`filter`]: subscription filters (tags), shared by pulls and held pulls.
 //! - [`persist`]: the config/*.json files.
@@ -50,6 +52,8 @@ pub mod durability;
 pub mod filter;
 pub mod grpc;
 pub mod listen;
+pub mod meters;
+pub mod metrics;
 pub mod persist;
 pub mod pop;
 pub mod processor;

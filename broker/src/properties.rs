@@ -4,8 +4,8 @@
 
 use message::properties;
 use message::properties::keys::{
-    DELAY, REAL_QID, REAL_TOPIC, TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, TIMER_OUT_MS,
-    TRAN_MSG, UNIQ_KEY, WAIT,
+    DELAY, REAL_QID, REAL_TOPIC, SHARDING_KEY, TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS,
+    TIMER_OUT_MS, TRAN_MSG, UNIQ_KEY, WAIT,
 };
 
 /// Where a parked message really goes: a delayed message in SCHEDULE_TOPIC_XXXX or a
@@ -46,6 +46,8 @@ pub struct SendFlags<'a> {
     /// `TIMER_DELAY_MS`) and the message is not already parked for the wheel
     /// (`TIMER_OUT_MS`); see [`crate::timer`].
     pub timer: bool,
+    /// A message group of a FIFO message (`__SHARDINGKEY`).
+    pub fifo: bool,
 }
 
 impl<'a> SendFlags<'a> {
@@ -61,6 +63,7 @@ impl<'a> SendFlags<'a> {
             delay_sec,
             delay_ms,
             out_ms,
+            sharding_key,
         ] = properties::get_many(
             props,
             [
@@ -72,6 +75,7 @@ impl<'a> SendFlags<'a> {
                 TIMER_DELAY_SEC,
                 TIMER_DELAY_MS,
                 TIMER_OUT_MS,
+                SHARDING_KEY,
             ],
         );
         Self {
@@ -84,6 +88,23 @@ impl<'a> SendFlags<'a> {
             unique_key,
             timer: out_ms.is_none()
                 && (deliver_ms.is_some() || delay_sec.is_some() || delay_ms.is_some()),
+            fifo: sharding_key.is_some(),
+        }
+    }
+
+    /// The kind of message the metrics count it as (RocketMQ's order: transaction, then
+    /// FIFO, then delay).
+    #[must_use]
+    pub fn message_type(&self) -> crate::meters::MessageType {
+        use crate::meters::MessageType;
+        if self.transaction {
+            MessageType::Transaction
+        } else if self.fifo {
+            MessageType::Fifo
+        } else if self.delay_level > 0 || self.timer {
+            MessageType::Delay
+        } else {
+            MessageType::Normal
         }
     }
 }

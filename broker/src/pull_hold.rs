@@ -36,6 +36,8 @@ pub struct HeldPull {
     pub offset: Option<u64>,
     /// The filter, to wake only for matching messages.
     pub filter: SubscriptionFilter,
+    /// When it was held (its answer's latency counts from here).
+    pub since: Instant,
 }
 
 const POP_MESSAGE: i32 = remoting::RequestCode::PopMessage.code();
@@ -62,6 +64,8 @@ struct Table {
 pub struct PullHold {
     table: Mutex<Table>,
     held: AtomicUsize,
+    /// Holds since start.
+    holds: std::sync::atomic::AtomicU64,
     /// Pulls to run again (woken or timed out).
     wake_tx: mpsc::UnboundedSender<HeldPull>,
     wake_rx: Mutex<Option<mpsc::UnboundedReceiver<HeldPull>>>,
@@ -75,6 +79,7 @@ impl Default for PullHold {
         PullHold {
             table: Mutex::new(Table::default()),
             held: AtomicUsize::new(0),
+            holds: std::sync::atomic::AtomicU64::new(0),
             wake_tx,
             wake_rx: Mutex::new(Some(wake_rx)),
             timer: Notify::new(),
@@ -97,6 +102,7 @@ impl PullHold {
             .or_default()
             .push(Held { pull, deadline, id });
         self.held.fetch_add(1, Ordering::Release);
+        self.holds.fetch_add(1, Ordering::Relaxed);
         drop(t);
         if earliest {
             self.timer.notify_one();
@@ -107,6 +113,12 @@ impl PullHold {
     #[must_use]
     pub fn held(&self) -> usize {
         self.held.load(Ordering::Acquire)
+    }
+
+    /// Number of holds since start (a pull held again counts again).
+    #[must_use]
+    pub fn holds_total(&self) -> u64 {
+        self.holds.load(Ordering::Relaxed)
     }
 
     /// A message at `queue_offset` with `tags_code` and `properties` is now readable on
@@ -308,6 +320,7 @@ mod tests {
             request: RemotingCommand::request(11),
             offset: Some(offset),
             filter,
+            since: Instant::now(),
         }
     }
 

@@ -9,6 +9,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
+use remoting::RemotingCommand;
 use remoting::heap::{StormTrim, release_heap};
 use remoting::server::{self, ConnectionListener, Dispatcher, Processor, ServerConfig};
 use tokio::net::TcpListener;
@@ -151,6 +152,9 @@ pub fn dispatcher(role: &Arc<Role>) -> Dispatcher {
     dispatcher.set_default(as_processor);
     let as_listener: Arc<dyn ConnectionListener> = processor;
     dispatcher.add_listener(as_listener);
+    if let Some(observer) = role.broker().metrics.rpc_observer() {
+        dispatcher.set_observer(observer);
+    }
     dispatcher
 }
 
@@ -267,26 +271,36 @@ fn start_long_polling(role: &Arc<Role>) -> Vec<tokio::task::JoinHandle<()>> {
         move |held| {
             if held.request.code() == remoting::RequestCode::Notification.code() {
                 let response = processor::pop_info::rerun_notification(&pop, &held);
-                let _ = held.channel.send_late(response.answering(&held.request));
+                answer_held(pop.broker(), &held, response);
             } else if held.offset.is_none() {
                 rerun_pop(&pop, held);
             } else if let Some(response) =
                 pull::execute(&for_rerun, &held.channel, &held.request, false)
             {
-                let _ = held.channel.send_late(response.answering(&held.request));
+                answer_held(&for_rerun, &held, response);
             }
         },
         move |topic, queue_id| for_offsets.store.max_offset_in_queue(topic, queue_id),
     )
 }
 
+/// Answers a held request; its latency counts from when it was held.
+fn answer_held(broker: &Broker, held: &crate::pull_hold::HeldPull, response: RemotingCommand) {
+    let code = response.code();
+    let sent = held
+        .channel
+        .send_late(response.answering(&held.request))
+        .is_ok();
+    broker
+        .metrics
+        .held_answered(held.request.code(), code, held.since.elapsed(), sent);
+}
+
 /// Runs a woken pop again: answered now, or held again
 /// (it found nothing before its deadline).
 fn rerun_pop(pop: &Arc<crate::pop::PopService>, held: crate::pull_hold::HeldPull) {
     match processor::pop::execute(pop, &held.channel, &held.request) {
-        processor::pop::Popped::Now(response) => {
-            let _ = held.channel.send_late(response.answering(&held.request));
-        }
+        processor::pop::Popped::Now(response) => answer_held(pop.broker(), &held, response),
         processor::pop::Popped::Held => {}
     }
 }

@@ -26,6 +26,7 @@
 //! - `drill`: failover drills with the official Java client — the producer's and the drain's
 //!   books, the failover steps on a pair (tests/ha_drill.rs, `reliability`).
 //! - `pop`: POP requests and responses as a RocketMQ 5 remoting client builds them.
+//! - `exposition`: scraping a metrics endpoint and reading its Prometheus text.
 //! - `flood`: connection storms (open, time, hold, close, read the server's memory).
 //! - `bench`: the side-by-side bench driver against Apache RocketMQ (`--bin bench`).
 //! - `reliability`: the reliability driver (`--bin reliability`, RELIABILITY.md).
@@ -43,6 +44,7 @@ pub mod client;
 pub mod client_suite;
 pub mod drill;
 pub mod driver;
+pub mod exposition;
 pub mod flood;
 pub mod go;
 pub mod grpc;

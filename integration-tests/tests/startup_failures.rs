@@ -6,7 +6,8 @@
 //! cannot use. And the gRPC endpoint inside `mqbroker`: off by default, on with
 //! `-o enableGrpcProxy=true` or `--enable-proxy` (a message sent through it with `mqgrpc`),
 //! and a taken `grpcServerPort` refused like the other ports, as is the endpoint of a broker
-//! whose only ACL is 4.9's plain one (it would serve gRPC unchecked).
+//! whose only ACL is 4.9's plain one (it would serve gRPC unchecked). The metrics endpoint:
+//! an exporter sluice lacks (`OTLP_GRPC`) and a taken `metricsPromExporterPort` refused too.
 
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
@@ -132,6 +133,40 @@ fn mqbroker_refuses_to_start_without_its_grpc_port() {
         "gRPC port taken",
         &exited,
         &[&format!("127.0.0.1:{}", grpc.port()), "grpcServerPort"],
+    );
+}
+
+#[test]
+fn mqbroker_refuses_metrics_it_cannot_serve() {
+    let dir = TestDir::new("start-metrics");
+    let (_run, port) = free_run_of_ports();
+    let exited = broker_spec(dir.path(), port)
+        .setting("metricsExporterType", "OTLP_GRPC")
+        .run_to_exit(dir.path(), GIVE_UP);
+    assert_refused(
+        "OTLP exporter",
+        &exited,
+        &["metricsExporterType=OTLP_GRPC is not supported"],
+    );
+
+    let dir = TestDir::new("start-metrics-port");
+    let (_run, port) = free_run_of_ports();
+    let mut metrics = ports::reserve();
+    metrics.release_listener();
+    let holder = TcpListener::bind(("127.0.0.1", metrics.port())).unwrap();
+    let exited = broker_spec(dir.path(), port)
+        .setting("metricsExporterType", "PROM")
+        .setting("metricsPromExporterHost", "127.0.0.1")
+        .setting("metricsPromExporterPort", metrics.port())
+        .run_to_exit(dir.path(), GIVE_UP);
+    drop(holder);
+    assert_refused(
+        "metrics port taken",
+        &exited,
+        &[
+            &format!("127.0.0.1:{}", metrics.port()),
+            "metricsPromExporterPort",
+        ],
     );
 }
 

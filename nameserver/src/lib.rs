@@ -12,6 +12,7 @@
 //! - [`kv_config`]: the KV table and its persistence to `kvConfigPath`.
 //! - [`processor`]: request code → registry / KV / config, with RocketMQ's responses.
 //! - [`server`]: bind, load, register the processor, expiry scan, serve until shutdown.
+//! - [`metrics`]: the Prometheus endpoint (`metricsExporterType=PROM`).
 //! - [`clock`]: the time source, a seam for expiry tests.
 //! - [`error`]: typed errors.
 //! - persistence: `remoting::config_file` (atomic writes with a `.bak`).
@@ -20,6 +21,7 @@ pub mod clock;
 pub mod config;
 pub mod error;
 pub mod kv_config;
+pub mod metrics;
 pub mod processor;
 pub mod route_info;
 pub mod server;

@@ -479,6 +479,12 @@ impl RouteInfoManager {
         self.broker_live_table.len()
     }
 
+    /// Number of topics with a route.
+    #[must_use]
+    pub fn topic_count(&self) -> usize {
+        self.topic_queue_table.len()
+    }
+
     // ------------------------------------------------------------ queries
 
     /// The route of `topic`, or `None` unless it has queues on at least one known broker.

@@ -89,6 +89,7 @@ pub struct Started {
     kv: KvConfigManager,
     clock: Arc<dyn Clock>,
     guard: Option<Arc<auth::Guard>>,
+    metrics: Option<(metrics::BoundEndpoint, metrics::MetricsConfig)>,
 }
 
 /// Loads what the name server needs before it may answer (the KV table).
@@ -115,6 +116,7 @@ pub fn start(
         kv,
         clock,
         guard: None,
+        metrics: None,
     })
 }
 
@@ -133,6 +135,17 @@ impl Started {
         self
     }
 
+    /// Also serves its metrics on `bound` ([`crate::metrics::bind`]).
+    #[must_use]
+    pub fn with_metrics(
+        mut self,
+        bound: metrics::BoundEndpoint,
+        config: metrics::MetricsConfig,
+    ) -> Self {
+        self.metrics = Some((bound, config));
+        self
+    }
+
     /// Serves until `shutdown` resolves.
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         let Started {
@@ -142,6 +155,7 @@ impl Started {
             kv,
             clock,
             guard,
+            metrics,
         } = self;
         let server_config = ServerConfig {
             max_frame_len: config.frame_max_length,
@@ -162,6 +176,22 @@ impl Started {
             dispatcher.register(AUTH_CODES.iter().copied(), &as_processor);
         }
         dispatcher.add_listener(processor.clone());
+        // Kept while serving.
+        let _metrics = metrics.and_then(|(bound, metrics_config)| {
+            let rpc = Arc::new(remoting::rpc_metrics::RpcLatency::default());
+            dispatcher.set_observer(rpc.clone());
+            let collector = crate::metrics::NamesrvCollector {
+                processor: Arc::clone(&processor),
+                rpc,
+            };
+            match crate::metrics::serve(bound, collector, &local.to_string(), &metrics_config) {
+                Ok(endpoint) => Some(endpoint),
+                Err(e) => {
+                    tracing::error!(error = %e, "metrics endpoint not served");
+                    None
+                }
+            }
+        });
 
         let scanner = {
             let processor = Arc::clone(&processor);

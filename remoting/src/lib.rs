@@ -12,6 +12,7 @@
 //! - [`connection`]: one framed TCP connection (read loop, vectored writer,
 //!   request/response correlation in both directions).
 //! - [`server`]: accept loop and dispatch of requests to processors by code.
+//! - [`rpc_metrics`]: `rocketmq_rpc_latency` of the answered requests.
 //! - [`client`]: connection cache, sync/async/oneway invocation with timeouts.
 //! - [`local`]: a client of a request handler in the same process (no socket).
 //! - [`config_file`]: crash-safe config files (temp, fsync, rename, `.bak`).
@@ -43,6 +44,7 @@ pub mod heap;
 pub mod local;
 pub mod net;
 pub mod protocol;
+pub mod rpc_metrics;
 pub mod server;
 pub mod settings;
 pub mod startup;

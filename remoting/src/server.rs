@@ -10,7 +10,7 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::net::TcpListener;
 use tokio::sync::watch;
@@ -74,6 +74,50 @@ pub trait ConnectionListener: Send + Sync + 'static {
     fn on_burst_end(&self, _channel: &Channel) {}
 }
 
+/// How an answered request went, for `rocketmq_rpc_latency`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RpcResult {
+    /// The response was queued on the connection.
+    Success,
+    /// A oneway request (nothing to answer).
+    Oneway,
+    /// The connection was gone when the response was ready.
+    WriteChannelFailed,
+}
+
+impl RpcResult {
+    /// RocketMQ's label value.
+    #[must_use]
+    pub fn label(self) -> &'static str {
+        match self {
+            RpcResult::Success => "success",
+            RpcResult::Oneway => "oneway",
+            RpcResult::WriteChannelFailed => "write_channel_failed",
+        }
+    }
+}
+
+/// One request answered: what `rocketmq_rpc_latency` records.
+#[derive(Debug, Clone, Copy)]
+pub struct RpcOutcome {
+    /// The request's code.
+    pub request_code: i32,
+    /// The response's code (0 for a oneway request).
+    pub response_code: i32,
+    /// From the request's dispatch to its answer.
+    pub elapsed: Duration,
+    /// Whether the request was held for long polling before its answer.
+    pub long_polling: bool,
+    /// How the answer went.
+    pub result: RpcResult,
+}
+
+/// Told about every request answered (the metrics of a process).
+pub trait RpcObserver: Send + Sync + fmt::Debug + 'static {
+    /// A request was answered.
+    fn on_answered(&self, outcome: &RpcOutcome);
+}
+
 /// Server settings.
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
@@ -101,6 +145,7 @@ pub struct Dispatcher {
     processors: HashMap<i32, Arc<dyn Processor>>,
     default_processor: Option<Arc<dyn Processor>>,
     listeners: Vec<Arc<dyn ConnectionListener>>,
+    observer: Option<Arc<dyn RpcObserver>>,
 }
 
 impl fmt::Debug for Dispatcher {
@@ -145,8 +190,22 @@ impl Dispatcher {
         self
     }
 
+    /// Tells `observer` about every request answered (held requests answered later by
+    /// their processor are told by it: [`Self::observer`]).
+    pub fn set_observer(&mut self, observer: Arc<dyn RpcObserver>) -> &mut Self {
+        self.observer = Some(observer);
+        self
+    }
+
+    /// The observer, if any.
+    #[must_use]
+    pub fn observer(&self) -> Option<&Arc<dyn RpcObserver>> {
+        self.observer.as_ref()
+    }
+
     /// Handles one request: finds its processor and sends what it answers.
     pub fn dispatch(&self, channel: &Channel, request: RemotingCommand) {
+        let started = self.observer.as_ref().map(|_| Instant::now());
         let code = request.code();
         let oneway = request.is_oneway();
         let opaque = request.opaque();
@@ -166,10 +225,24 @@ impl Dispatcher {
                 Some(format!(" request type {code} not supported")),
             ))
         };
+        let observer = self.observer.clone();
         let finish = move |channel: &Channel, mut response: RemotingCommand, late: bool| {
+            let observe = |response_code: i32, result: RpcResult| {
+                if let (Some(o), Some(t)) = (&observer, started) {
+                    o.on_answered(&RpcOutcome {
+                        request_code: code,
+                        response_code,
+                        elapsed: t.elapsed(),
+                        long_polling: false,
+                        result,
+                    });
+                }
+            };
             if oneway {
+                observe(0, RpcResult::Oneway);
                 return;
             }
+            let response_code = response.code();
             // As `RemotingCommand::answering`, without keeping the request alive.
             response.header.opaque = opaque;
             response.header.flag |= FLAG_RESPONSE;
@@ -179,8 +252,12 @@ impl Dispatcher {
             } else {
                 channel.send(response)
             };
-            if let Err(e) = sent {
-                debug!(error = %e, code, "response not sent");
+            match sent {
+                Ok(()) => observe(response_code, RpcResult::Success),
+                Err(e) => {
+                    observe(response_code, RpcResult::WriteChannelFailed);
+                    debug!(error = %e, code, "response not sent");
+                }
             }
         };
         match reply {
@@ -193,7 +270,17 @@ impl Dispatcher {
                     }
                 });
             }
-            Reply::Nothing => {}
+            Reply::Nothing => {
+                if oneway && let (Some(o), Some(t)) = (&self.observer, started) {
+                    o.on_answered(&RpcOutcome {
+                        request_code: code,
+                        response_code: 0,
+                        elapsed: t.elapsed(),
+                        long_polling: false,
+                        result: RpcResult::Oneway,
+                    });
+                }
+            }
         }
     }
 }

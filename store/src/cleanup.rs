@@ -64,6 +64,15 @@ impl DiskUsage for StatvfsDiskUsage {
     }
 }
 
+/// Bytes used on the file system holding `path` (blocks − free blocks, as
+/// [`StatvfsDiskUsage`] counts them; RocketMQ's `rocketmq_storage_size`), `None` if it
+/// cannot be read.
+#[must_use]
+pub fn used_bytes(path: &Path) -> Option<u64> {
+    let s = rustix::fs::statvfs(path).ok()?;
+    s.f_blocks.saturating_sub(s.f_bfree).checked_mul(s.f_frsize)
+}
+
 /// A disk whose usage is whatever it was last set to (tests).
 #[derive(Debug)]
 pub struct ManualDiskUsage(Mutex<Option<f64>>);

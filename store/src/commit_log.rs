@@ -61,6 +61,27 @@ pub(crate) struct Shared {
     /// offsets, and by `truncate_dirty`, so a sync that started before a truncation
     /// cannot publish a durable offset past it.
     pub io_lock: Mutex<()>,
+    /// How the flushes go (metrics).
+    pub flush_meters: FlushMeters,
+}
+
+/// What the flush services measure: each sync's time, and how many waiting puts one
+/// group commit made durable.
+#[derive(Debug)]
+pub struct FlushMeters {
+    /// Time of each sync that wrote something, microseconds.
+    pub fsync_us: metrics::Histogram,
+    /// Puts released by each group commit (`SYNC_FLUSH`).
+    pub group_size: metrics::Histogram,
+}
+
+impl Default for FlushMeters {
+    fn default() -> Self {
+        FlushMeters {
+            fsync_us: metrics::Histogram::new(metrics::meter::LATENCY_US),
+            group_size: metrics::Histogram::new(metrics::meter::GROUP_SIZE),
+        }
+    }
 }
 
 impl Shared {
@@ -187,6 +208,7 @@ impl CommitLog {
             closed: AtomicBool::new(false),
             refuse: AtomicU8::new(0),
             io_lock: Mutex::new(()),
+            flush_meters: FlushMeters::default(),
         });
         info!(dir = %shared.queue.dir().display(), files = shared.queue.len(), "loaded commit log files");
         let log = CommitLog {
@@ -715,6 +737,12 @@ impl CommitLog {
     /// Forgets the oldest file once it was deleted (expiry).
     pub(crate) fn drop_first_file(&self, from: u64) -> bool {
         self.shared.queue.drop_first(from)
+    }
+
+    /// How the flushes go (sync times, group commit sizes).
+    #[must_use]
+    pub fn flush_meters(&self) -> &FlushMeters {
+        &self.shared.flush_meters
     }
 
     /// Bytes written but not yet durable (RocketMQ `remainHowManyDataToFlush`).

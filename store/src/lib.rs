@@ -65,8 +65,8 @@ pub mod timer;
 pub use cleanup::{CleanReport, DiskUsage, DiskVerdict, ManualDiskUsage, StatvfsDiskUsage};
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use commit_log::{
-    AppendResult, CommitLog, FlushWait, PhyOffset, PutMessageStatus, PutResult, QueueOffset,
-    RecordAt,
+    AppendResult, CommitLog, FlushMeters, FlushWait, PhyOffset, PutMessageStatus, PutResult,
+    QueueOffset, RecordAt,
 };
 pub use config::{FlushDiskType, StoreConfig};
 pub use consume_queue::BoundaryType;

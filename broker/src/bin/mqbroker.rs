@@ -73,6 +73,7 @@ struct Loaded {
     ha: ha::HaConfig,
     auth: auth::AuthConfig,
     proxy: ProxyConfig,
+    metrics: metrics::MetricsConfig,
 }
 
 fn load(cli: &Cli) -> Result<Loaded, Box<dyn std::error::Error>> {
@@ -94,6 +95,7 @@ fn load(cli: &Cli) -> Result<Loaded, Box<dyn std::error::Error>> {
     let store: StoreConfig = settings.deserialize()?;
     let ha: ha::HaConfig = settings.deserialize()?;
     let auth: auth::AuthConfig = settings.deserialize()?;
+    let metrics: metrics::MetricsConfig = settings.deserialize()?;
     settings.accept_keys(ACCEPTED_UNUSED_KEYS);
     settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
     settings.warn_unknown();
@@ -103,6 +105,7 @@ fn load(cli: &Cli) -> Result<Loaded, Box<dyn std::error::Error>> {
         ha,
         auth,
         proxy,
+        metrics,
     })
 }
 
@@ -115,6 +118,7 @@ fn main() -> ExitCode {
         ha: ha_config,
         auth: auth_config,
         proxy: proxy_config,
+        metrics: metrics_config,
     } = match load(&cli) {
         Ok(c) => c,
         Err(e) => return fatal(&format!("cannot load config: {e}")),
@@ -126,6 +130,7 @@ fn main() -> ExitCode {
             serde_json::to_value(&store_config),
             serde_json::to_value(&ha_config),
             serde_json::to_value(auth_config.redacted()),
+            serde_json::to_value(&metrics_config),
         ]
         .into_iter()
         .flatten()
@@ -170,6 +175,7 @@ fn main() -> ExitCode {
         ha_config,
         auth_config,
         proxy_config,
+        metrics_config,
     )) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fatal(&e.to_string()),
@@ -187,6 +193,7 @@ async fn serve(
     ha_config: ha::HaConfig,
     auth_config: auth::AuthConfig,
     proxy_config: ProxyConfig,
+    metrics_config: metrics::MetricsConfig,
 ) -> Result<(), Box<dyn std::error::Error>> {
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;
@@ -206,6 +213,7 @@ async fn serve(
     let port = listener.local_addr()?.port();
     let vip_channel = broker::listen::bind_vip_channel(&config, port)?;
     let grpc = broker::grpc::bind(&config, &auth_config, proxy_config)?;
+    let metrics_port = broker::metrics::bind(&metrics_config, &config)?;
     // Opening the store (its lock, then recovery) may take a while.
     let broker = tokio::task::spawn_blocking(move || {
         Broker::open_with_auth(config, store_config, ha_config, &auth_config, port)
@@ -214,6 +222,10 @@ async fn serve(
     let broker = Arc::new(broker);
     let started =
         broker::server::start(Arc::clone(&broker), listener, vip_channel)?.with_grpc(grpc);
+    // Kept until the broker stops.
+    let _metrics = metrics_port
+        .map(|bound| broker::metrics::serve(bound, &broker, &metrics_config))
+        .transpose()?;
     // Only now: every part the role needs is up.
     println!(
         "The broker[{}, {}] boot success. serializeType=JSON",

@@ -133,6 +133,16 @@ fn end(
         final_response(broker, &result)?;
         committed = result.append.map(|a| a.end_offset());
     }
+    if broker.metrics.on()
+        && let Some(real) = RealQueue::of(&props)
+    {
+        let age_ms = u64::try_from(crate::clock::now_ms() - half.born_timestamp).unwrap_or(0);
+        broker.metrics.transaction_ended(
+            real.topic,
+            header.commit_or_rollback == sys_flag::TRANSACTION_COMMIT_TYPE,
+            std::time::Duration::from_millis(age_ms),
+        );
+    }
     Ok(write_op(broker, &half).or(committed))
 }
 

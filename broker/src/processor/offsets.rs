@@ -178,7 +178,12 @@ fn has_stats_for(online: Option<&crate::client_manager::ConsumerGroupInfo>, topi
 
 /// Where `group` is in one queue: the queue's end, the group's committed offset, and when
 /// the last message it consumed was stored.
-fn queue_progress(broker: &Broker, group: &str, topic: &str, queue_id: i32) -> OffsetWrapper {
+pub(crate) fn queue_progress(
+    broker: &Broker,
+    group: &str,
+    topic: &str,
+    queue_id: i32,
+) -> OffsetWrapper {
     let broker_offset = broker.store.max_offset_in_queue(topic, queue_id);
     let consumer_offset = broker
         .offsets

@@ -311,6 +311,16 @@ fn run(
     let mut body: Vec<Bytes> = Vec::with_capacity(got.found);
     let actual_retry_topic = config.pop_response_return_actual_retry_topic;
     for share in &got.shares {
+        if broker.metrics.on() {
+            let bytes: usize = share.messages.iter().map(Bytes::len).sum();
+            broker.metrics.messages_out(
+                &h.consumer_group,
+                &h.topic,
+                share.retry != RetryFlag::Normal,
+                share.messages.len() as u64,
+                bytes as u64,
+            );
+        }
         info.add_start(share.retry, share.queue_id, share.start_offset);
         info.add_msg(share.retry, share.queue_id, &share.offsets);
         for (bytes, offset) in share.messages.iter().zip(&share.offsets) {
@@ -733,6 +743,7 @@ fn hold(
             request: request.clone(),
             offset: None,
             filter,
+            since: std::time::Instant::now(),
         },
         u64::try_from(wait_ms).unwrap_or(0),
     );

@@ -209,6 +209,7 @@ fn notification_inner(
             request: request.clone(),
             offset: None,
             filter: SubscriptionFilter::Tag(TagFilter::all()),
+            since: std::time::Instant::now(),
         },
         u64::try_from(wait).unwrap_or(0),
     );

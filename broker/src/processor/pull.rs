@@ -261,6 +261,7 @@ fn pull(
                 request: request.clone(),
                 offset: Some(offset),
                 filter,
+                since: std::time::Instant::now(),
             },
             timeout_ms,
         );
@@ -279,6 +280,16 @@ fn pull(
     response.header.remark = Some(result.status.as_str().to_owned());
     if code == ResponseCode::Success {
         broker.stats.record_get(result.messages.len());
+        if broker.metrics.on() {
+            let bytes: usize = result.messages.iter().map(|m| m.len()).sum();
+            broker.metrics.messages_out(
+                &h.consumer_group,
+                &h.topic,
+                false,
+                result.messages.len() as u64,
+                bytes as u64,
+            );
+        }
         response.body = Body::Parts(result.messages);
     } else {
         broker.stats.record_get(0);

@@ -68,6 +68,20 @@ pub fn process(
         Prepared::Batch(b) => broker.store.put_messages(b),
     };
     broker.stats.record_put(&header.topic, &result);
+    if broker.metrics.on()
+        && result.status.is_ok()
+        && let Some(a) = &result.append
+    {
+        let kind = flags.message_type();
+        broker
+            .metrics
+            .messages_in(&header.topic, kind, a.msg_num as u64, a.wrote_bytes as u64);
+        match &prepared {
+            Prepared::Half(..) => broker.metrics.half_stored(&header.topic),
+            Prepared::One(msg, _) => broker.metrics.stored_maybe_dead(msg),
+            Prepared::Batch(_) => {}
+        }
+    }
     let wait = result.status.is_ok() && flags.wait_store;
     let queue_id = prepared.queue_id();
     let unique_key = match &prepared {

@@ -26,6 +26,9 @@ pub fn process(broker: &Broker, request: &RemotingCommand) -> Reply {
         Ok(Some(msg)) => {
             let result = broker.store.put_message(&msg);
             broker.stats.record_put(&msg.topic, &result);
+            if result.status.is_ok() {
+                broker.metrics.stored_maybe_dead(&msg);
+            }
             // The consumer moves its offset past the original once this succeeds: the
             // copy must be as durable as a send would be (RocketMQ answers as soon as it
             // is appended). Anything short of that is refused; the client then sends the

@@ -41,18 +41,20 @@ fn init_tracing() {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing();
-    let (config, auth_config) = match Settings::load(cli.config_file.as_deref(), &cli.overrides)
-        .map_err(nameserver::ConfigError::from)
-        .and_then(|settings| {
-            let config = NamesrvConfig::from_settings(&settings)?;
-            let auth: auth::AuthConfig = settings.deserialize()?;
-            settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
-            settings.warn_unknown();
-            Ok((config, auth))
-        }) {
-        Ok(loaded) => loaded,
-        Err(e) => return fatal(&format!("cannot load config: {e}")),
-    };
+    let (config, auth_config, metrics_config) =
+        match Settings::load(cli.config_file.as_deref(), &cli.overrides)
+            .map_err(nameserver::ConfigError::from)
+            .and_then(|settings| {
+                let config = NamesrvConfig::from_settings(&settings)?;
+                let auth: auth::AuthConfig = settings.deserialize()?;
+                let metrics: metrics::MetricsConfig = settings.deserialize()?;
+                settings.accept_keys(auth::config::ACCEPTED_UNUSED_KEYS);
+                settings.warn_unknown();
+                Ok((config, auth, metrics))
+            }) {
+            Ok(loaded) => loaded,
+            Err(e) => return fatal(&format!("cannot load config: {e}")),
+        };
     if cli.print_config_item {
         let mut out = std::io::stdout().lock();
         for (key, value) in config.to_properties() {
@@ -72,7 +74,7 @@ fn main() -> ExitCode {
         Ok(rt) => rt,
         Err(e) => return fatal(&format!("cannot start the runtime: {e}")),
     };
-    match runtime.block_on(serve(config, auth_config)) {
+    match runtime.block_on(serve(config, auth_config, metrics_config)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => fatal(&e.to_string()),
     }
@@ -86,6 +88,7 @@ fn fatal(cause: &str) -> ExitCode {
 async fn serve(
     config: NamesrvConfig,
     auth_config: auth::AuthConfig,
+    metrics_config: metrics::MetricsConfig,
 ) -> Result<(), Box<dyn std::error::Error>> {
     // Installed before binding, so a signal sent as soon as the port is open is not lost.
     let mut term = signal(SignalKind::terminate())?;
@@ -98,6 +101,7 @@ async fn serve(
         info!(signal = name, "shutting down");
     };
     let listener = nameserver::bind(&config)?;
+    let metrics_port = nameserver::metrics::bind(&metrics_config, &config)?;
     // Users and ACLs next to the KV table (authConfigPath overrides).
     let auth_dir = std::path::Path::new(&config.kv_config_path)
         .parent()
@@ -112,6 +116,9 @@ async fn serve(
         };
         let guard = auth::Guard::open(&auth_config, "DefaultCluster", &auth_dir)?;
         started = started.with_guard(Arc::new(guard));
+    }
+    if let Some(bound) = metrics_port {
+        started = started.with_metrics(bound, metrics_config);
     }
     // Only now: the port is bound and the KV table loaded.
     println!(

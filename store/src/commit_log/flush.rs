@@ -48,13 +48,25 @@ fn flush_all(s: &Shared, least_pages: usize) -> Option<(i64, usize)> {
     }
     // Read before the sync: the sync covers at least the record with this timestamp.
     let ts = s.queue.store_timestamp();
-    match s.queue.flush(least_pages) {
+    match timed_flush(s, least_pages) {
         Ok(flushed) => Some((ts, s.durable.advance(flushed))),
         Err(e) => {
             s.poison(&e);
             None
         }
     }
+}
+
+/// Syncs (as `MappedFileQueue::flush`), timing the syncs that wrote something.
+fn timed_flush(s: &Shared, least_pages: usize) -> crate::Result<u64> {
+    let before = s.queue.flushed_where();
+    let started = Instant::now();
+    let flushed = s.queue.flush(least_pages)?;
+    if flushed > before {
+        let us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX);
+        s.flush_meters.fsync_us.observe(us);
+    }
+    Ok(flushed)
 }
 
 /// `SYNC_FLUSH`: woken by puts; every sync covers all puts that arrived meanwhile.
@@ -68,6 +80,9 @@ pub(crate) fn run_group_commit(ctl: &ServiceControl, s: &Shared) {
         if let Some((ts, woken)) = flush_all(s, 0) {
             note_checkpoint(s, ts, &mut last_cp, false);
             last_group = woken;
+            if woken > 0 {
+                s.flush_meters.group_size.observe(woken as u64);
+            }
         }
         s.durable.expire(Instant::now());
     }
@@ -136,7 +151,7 @@ pub(crate) fn run_async_flush(ctl: &ServiceControl, s: &Shared) {
         // With the pool the commit service moves bytes into the file; we only sync.
         let _io = s.io_lock.lock();
         let ts = s.queue.store_timestamp();
-        match s.queue.flush(least) {
+        match timed_flush(s, least) {
             Ok(flushed) => {
                 s.durable.advance(flushed);
                 note_checkpoint(s, ts, &mut last_cp, false);

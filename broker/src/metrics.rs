@@ -1,0 +1,400 @@
+//! The broker's Prometheus endpoint (`metricsExporterType=PROM`) and what it writes on every
+//! scrape: the event meters of [`crate::meters`], then the states RocketMQ 5 reads from its
+//! tables when asked (its observable gauges: lag, connections, storage), plus what only
+//! sluice can tell (`sluice_*`: group commit, fsync, replication, long polling).
+//!
+//! `rocketmq_processor_watermark` is not exported: sluice has no request thread pools whose
+//! queues it would measure.
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+use ::metrics::exporter::{BoundEndpoint, Collect, Endpoint, Registry};
+use ::metrics::scrape::{Def, Labels, Scrape, flag};
+use ::metrics::{MetricsConfig, MetricsError};
+use remoting::protocol::heartbeat::ConsumeType;
+
+use crate::broker::Broker;
+use crate::meters::{is_retry_or_dlq, is_system_group, is_system_topic};
+
+type Series<'a, V> = Vec<(Labels<'a>, V)>;
+
+const PERMISSION: Def = Def::gauge("rocketmq_broker_permission", "Broker permission");
+const TOPIC_NUMBER: Def = Def::gauge("rocketmq_topic_number", "Active topic number");
+const GROUP_NUMBER: Def = Def::gauge(
+    "rocketmq_consumer_group_number",
+    "Active subscription group number",
+);
+const PRODUCER_CONNECTIONS: Def =
+    Def::gauge("rocketmq_producer_connections", "Producer connections");
+const CONSUMER_CONNECTIONS: Def =
+    Def::gauge("rocketmq_consumer_connections", "Consumer connections");
+const LAG_MESSAGES: Def = Def::gauge("rocketmq_consumer_lag_messages", "Consumer lag messages");
+const LAG_LATENCY: Def =
+    Def::gauge("rocketmq_consumer_lag_latency", "Consumer lag time").unit("milliseconds");
+const INFLIGHT: Def = Def::gauge(
+    "rocketmq_consumer_inflight_messages",
+    "Consumer inflight messages",
+);
+const QUEUEING_LATENCY: Def = Def::gauge(
+    "rocketmq_consumer_queueing_latency",
+    "Consumer queueing time",
+)
+.unit("milliseconds");
+const READY: Def = Def::gauge(
+    "rocketmq_consumer_ready_messages",
+    "Consumer ready messages",
+);
+const STORAGE_SIZE: Def = Def::gauge("rocketmq_storage_size", "Broker storage size").unit("bytes");
+const FLUSH_BEHIND: Def = Def::gauge(
+    "rocketmq_storage_flush_behind_bytes",
+    "Broker flush behind bytes",
+)
+.unit("bytes");
+const DISPATCH_BEHIND: Def = Def::gauge(
+    "rocketmq_storage_dispatch_behind_bytes",
+    "Broker dispatch behind bytes",
+)
+.unit("bytes");
+const RESERVE_TIME: Def = Def::gauge(
+    "rocketmq_storage_message_reserve_time",
+    "Broker message reserve time",
+)
+.unit("milliseconds");
+const FSYNC_LATENCY: Def = Def::histogram(
+    "sluice_store_fsync_latency",
+    "Time of each CommitLog sync that wrote something",
+)
+.unit("microseconds");
+const GROUP_COMMIT_SIZE: Def = Def::histogram(
+    "sluice_store_group_commit_size",
+    "Puts made durable by one group commit (SYNC_FLUSH)",
+);
+const HA_SLAVE_LAG_BYTES: Def = Def::gauge(
+    "sluice_ha_slave_lag_bytes",
+    "CommitLog bytes a connected slave has not acknowledged",
+)
+.unit("bytes");
+const HA_SLAVE_LAG_TIME: Def = Def::gauge(
+    "sluice_ha_slave_lag_time",
+    "Age of the oldest message a connected slave has not acknowledged",
+)
+.unit("milliseconds");
+const HA_SLAVES: Def = Def::gauge("sluice_ha_slaves", "Slaves connected to this master");
+const HA_MASTER_LINK: Def = Def::gauge(
+    "sluice_ha_master_link_up",
+    "On a slave: 1 while connected to its master",
+);
+const HELD_NOW: Def = Def::gauge(
+    "sluice_long_polling_held",
+    "Pull and pop requests held for long polling now",
+);
+const HOLDS: Def = Def::counter(
+    "sluice_long_polling_holds_total",
+    "Pull and pop requests held for long polling",
+);
+
+// ------------------------------------------------------------------ the endpoint
+
+/// Binds the endpoint `metrics` asks for (`None` with `DISABLE`): on
+/// `metricsPromExporterHost`, else on `brokerIP1` as RocketMQ does.
+///
+/// # Errors
+/// An exporter sluice does not have, or a port that cannot be bound.
+pub fn bind(
+    metrics: &MetricsConfig,
+    config: &crate::config::BrokerConfig,
+) -> Result<Option<BoundEndpoint>, MetricsError> {
+    if !metrics.enabled()? {
+        return Ok(None);
+    }
+    let host = if metrics.metrics_prom_exporter_host.trim().is_empty() {
+        config.broker_ip1()
+    } else {
+        metrics.metrics_prom_exporter_host.trim().to_owned()
+    };
+    BoundEndpoint::bind(&host, metrics.metrics_prom_exporter_port).map(Some)
+}
+
+/// Serves `broker`'s metrics on `bound` and turns its meters on.
+///
+/// # Errors
+/// The endpoint cannot be served.
+pub fn serve(
+    bound: BoundEndpoint,
+    broker: &Arc<Broker>,
+    metrics: &MetricsConfig,
+) -> Result<Endpoint, MetricsError> {
+    let (cluster, name) = {
+        let c = broker.config();
+        (c.broker_cluster_name.clone(), c.broker_name.clone())
+    };
+    let mut registry = Registry::for_process(
+        &[
+            ("cluster", &cluster),
+            ("node_type", "broker"),
+            ("node_id", &name),
+        ],
+        metrics,
+    );
+    registry.register(BrokerCollector::new(Arc::clone(broker)));
+    broker.metrics.enable();
+    bound.serve(Arc::new(registry))
+}
+
+// ------------------------------------------------------------------ the scrape
+
+/// Writes the broker's metrics on every scrape.
+#[derive(Debug)]
+pub struct BrokerCollector {
+    broker: Arc<Broker>,
+}
+
+impl BrokerCollector {
+    /// Reads `broker` when scraped.
+    #[must_use]
+    pub fn new(broker: Arc<Broker>) -> Self {
+        BrokerCollector { broker }
+    }
+}
+
+impl Collect for BrokerCollector {
+    fn collect(&self, s: &mut Scrape<'_>) -> fmt::Result {
+        let b = &*self.broker;
+        b.metrics.collect(s)?;
+        tables(b, s)?;
+        connections(b, s)?;
+        lag(b, s)?;
+        storage(b, s)?;
+        replication(b, s)?;
+        s.gauge(
+            &HELD_NOW,
+            &[(
+                vec![],
+                i64::try_from(b.pull_hold.held()).unwrap_or(i64::MAX),
+            )],
+        )?;
+        s.counter(&HOLDS, &[(vec![], b.pull_hold.holds_total())])
+    }
+}
+
+fn tables(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
+    let permission = i64::from(b.config().broker_permission);
+    s.gauge(&PERMISSION, &[(vec![], permission)])?;
+    let topics = i64::try_from(b.topics.topic_names().len()).unwrap_or(i64::MAX);
+    s.gauge(&TOPIC_NUMBER, &[(vec![], topics)])?;
+    let groups = i64::try_from(b.groups.names().len()).unwrap_or(i64::MAX);
+    s.gauge(&GROUP_NUMBER, &[(vec![], groups)])
+}
+
+fn language_label(l: remoting::LanguageCode) -> String {
+    l.name().to_ascii_lowercase()
+}
+
+fn version_label(v: i32) -> String {
+    remoting::protocol::constants::version_name(v).to_ascii_lowercase()
+}
+
+fn connections(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
+    let mut producers: std::collections::BTreeMap<(String, String), i64> = Default::default();
+    for clients in b.producers.all().values() {
+        for c in clients {
+            *producers
+                .entry((language_label(c.language), version_label(c.version)))
+                .or_default() += 1;
+        }
+    }
+    let series: Series<'_, i64> = producers
+        .into_iter()
+        .map(|((language, version), n)| {
+            (
+                vec![
+                    ("language", Cow::Owned(language)),
+                    ("version", Cow::Owned(version)),
+                    ("protocol_type", Cow::Borrowed("remoting")),
+                ],
+                n,
+            )
+        })
+        .collect();
+    s.gauge(&PRODUCER_CONNECTIONS, &series)?;
+
+    let mut consumers: std::collections::BTreeMap<(String, String, String, &'static str), i64> =
+        Default::default();
+    for group in b.consumers.group_names() {
+        let Some(info) = b.consumers.group(&group) else {
+            continue;
+        };
+        let mode = match info.consume_type {
+            ConsumeType::ConsumeActively => "pull",
+            ConsumeType::ConsumePassively => "push",
+            ConsumeType::ConsumePop => "pop",
+        };
+        for c in info.channels.values() {
+            *consumers
+                .entry((
+                    group.clone(),
+                    language_label(c.language),
+                    version_label(c.version),
+                    mode,
+                ))
+                .or_default() += 1;
+        }
+    }
+    let series: Series<'_, i64> = consumers
+        .into_iter()
+        .map(|((group, language, version, mode), n)| {
+            let system = is_system_group(&group);
+            (
+                vec![
+                    ("consumer_group", Cow::Owned(group)),
+                    ("language", Cow::Owned(language)),
+                    ("version", Cow::Owned(version)),
+                    ("consume_mode", Cow::Borrowed(mode)),
+                    ("protocol_type", Cow::Borrowed("remoting")),
+                    ("is_system", flag(system)),
+                ],
+                n,
+            )
+        })
+        .collect();
+    s.gauge(&CONSUMER_CONNECTIONS, &series)
+}
+
+/// Lag of one (group, topic), summed over its queues (latencies: the oldest queue's).
+#[derive(Debug, Default)]
+struct Lag {
+    messages: i64,
+    latency_ms: i64,
+}
+
+/// The lag gauges of every online group in every topic it subscribes to, as RocketMQ's
+/// `ConsumerLagCalculator` reports them. sluice keeps no pull offsets apart from the
+/// committed ones, so nothing counts as in flight and all the lag is ready.
+fn lag(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
+    let now = crate::clock::now_ms();
+    let mut rows: Vec<(Labels<'static>, Lag)> = Vec::new();
+    for group in b.consumers.group_names() {
+        let Some(info) = b.consumers.group(&group) else {
+            continue;
+        };
+        if !b.groups.contains(&group) {
+            continue;
+        }
+        for topic in info.subscriptions.keys() {
+            if is_retry_or_dlq(topic) {
+                continue;
+            }
+            let Some(config) = b.topics.select(topic) else {
+                continue;
+            };
+            let mut lag = Lag::default();
+            for queue_id in 0..config.read_queue_nums {
+                let p = crate::processor::offsets::queue_progress(b, &group, topic, queue_id);
+                let behind = (p.broker_offset - p.consumer_offset).max(0);
+                lag.messages += behind;
+                if behind > 0 {
+                    let first = u64::try_from(p.consumer_offset).unwrap_or(0);
+                    if let Some(stored) = b.store.message_store_timestamp(topic, queue_id, first) {
+                        lag.latency_ms = lag.latency_ms.max(now - stored);
+                    }
+                }
+            }
+            rows.push((
+                vec![
+                    ("topic", Cow::Owned(topic.clone())),
+                    ("consumer_group", Cow::Owned(group.clone())),
+                    ("is_retry", flag(false)),
+                    (
+                        "is_system",
+                        flag(is_system_topic(topic) || is_system_group(&group)),
+                    ),
+                ],
+                lag,
+            ));
+        }
+    }
+    let pick = |f: fn(&Lag) -> i64| -> Series<'static, i64> {
+        rows.iter().map(|(l, lag)| (l.clone(), f(lag))).collect()
+    };
+    s.gauge(&LAG_MESSAGES, &pick(|l| l.messages))?;
+    s.gauge(&LAG_LATENCY, &pick(|l| l.latency_ms))?;
+    s.gauge(&INFLIGHT, &pick(|_| 0))?;
+    s.gauge(&QUEUEING_LATENCY, &pick(|l| l.latency_ms))?;
+    s.gauge(&READY, &pick(|l| l.messages))
+}
+
+fn storage(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
+    let labels = || -> Labels<'static> {
+        vec![
+            ("storage_type", Cow::Borrowed("local")),
+            ("storage_medium", Cow::Borrowed("disk")),
+        ]
+    };
+    if let Some(used) = used_space(b.store_root()) {
+        s.gauge(&STORAGE_SIZE, &[(labels(), used)])?;
+    }
+    let flush_behind = i64::try_from(b.store.commit_log().unflushed_bytes()).unwrap_or(i64::MAX);
+    s.gauge(&FLUSH_BEHIND, &[(labels(), flush_behind)])?;
+    let dispatch_behind = i64::try_from(b.store.dispatch_behind_bytes()).unwrap_or(i64::MAX);
+    s.gauge(&DISPATCH_BEHIND, &[(labels(), dispatch_behind)])?;
+    if let Some(earliest) = b.store.earliest_message_time_overall().filter(|t| *t > 0) {
+        let reserve = crate::clock::now_ms() - earliest;
+        s.gauge(&RESERVE_TIME, &[(labels(), reserve)])?;
+    }
+    Ok(())
+}
+
+fn replication(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
+    let flush = b.store.commit_log().flush_meters();
+    let snap = flush.fsync_us.snapshot();
+    if snap.count > 0 {
+        s.histogram(&FSYNC_LATENCY, &[(vec![], snap)])?;
+    }
+    let snap = flush.group_size.snapshot();
+    if snap.count > 0 {
+        s.histogram(&GROUP_COMMIT_SIZE, &[(vec![], snap)])?;
+    }
+    match b.replication.status() {
+        ha::HaStatus::Master(m) => {
+            let max = b.store.commit_log().max_offset().0;
+            let now = crate::clock::now_ms();
+            let mut bytes = Vec::new();
+            let mut time = Vec::new();
+            for slave in &m.slaves {
+                let Some(ack) = slave.ack_offset else {
+                    continue;
+                };
+                let labels: Labels<'static> = vec![("slave", Cow::Owned(slave.addr.to_string()))];
+                let behind = max.saturating_sub(ack);
+                bytes.push((labels.clone(), i64::try_from(behind).unwrap_or(i64::MAX)));
+                let age = if behind == 0 {
+                    0
+                } else {
+                    b.store
+                        .pickup_store_timestamp(ack, 128)
+                        .map_or(0, |stored| (now - stored).max(0))
+                };
+                time.push((labels, age));
+            }
+            s.gauge(
+                &HA_SLAVES,
+                &[(vec![], i64::try_from(m.slaves.len()).unwrap_or(0))],
+            )?;
+            s.gauge(&HA_SLAVE_LAG_BYTES, &bytes)?;
+            s.gauge(&HA_SLAVE_LAG_TIME, &time)
+        }
+        ha::HaStatus::Slave(c) => s.gauge(
+            &HA_MASTER_LINK,
+            &[(vec![], i64::from(c.connected.is_some()))],
+        ),
+        ha::HaStatus::Stopped => Ok(()),
+    }
+}
+
+fn used_space(path: &std::path::Path) -> Option<i64> {
+    store::cleanup::used_bytes(path)
+        .and_then(|b| i64::try_from(b).ok())
+        .filter(|b| *b > 0)
+}
