@@ -17,6 +17,7 @@ use remoting::protocol::heartbeat::ConsumeType;
 
 use crate::broker::Broker;
 use crate::meters::{is_retry_or_dlq, is_system_group, is_system_topic};
+use crate::role::Role;
 
 type Series<'a, V> = Vec<(Labels<'a>, V)>;
 
@@ -86,6 +87,38 @@ const HA_MASTER_LINK: Def = Def::gauge(
     "sluice_ha_master_link_up",
     "On a slave: 1 while connected to its master",
 );
+const TIMER_ENQUEUE_LAG: Def =
+    Def::gauge("rocketmq_timer_enqueue_lag", "Timer enqueue messages lag");
+const TIMER_ENQUEUE_LATENCY: Def =
+    Def::gauge("rocketmq_timer_enqueue_latency", "Timer enqueue latency").unit("milliseconds");
+const TIMER_DEQUEUE_LAG: Def =
+    Def::gauge("rocketmq_timer_dequeue_lag", "Timer dequeue messages lag");
+const TIMER_DEQUEUE_LATENCY: Def =
+    Def::gauge("rocketmq_timer_dequeue_latency", "Timer dequeue latency").unit("milliseconds");
+const TIMING_MESSAGES: Def = Def::gauge(
+    "rocketmq_timing_messages",
+    "Current message number in timing",
+);
+const TIMER_SNAPSHOT: Def = Def::gauge(
+    "rocketmq_timer_message_snapshot",
+    "Timer message distribution snapshot, only count timing messages in 24h.",
+);
+const POP_CHECKPOINT_BUFFER: Def = Def::gauge(
+    "rocketmq_pop_checkpoint_buffer_size",
+    "The number of buffered checkpoint",
+);
+// RocketMQ labels this count of revive records "milliseconds"; the name is kept so that
+// its dashboards find it.
+const POP_REVIVE_LAG: Def = Def::gauge(
+    "rocketmq_pop_revive_lag",
+    "The processing lag of revive topic",
+)
+.unit("milliseconds");
+const POP_REVIVE_LATENCY: Def = Def::gauge(
+    "rocketmq_pop_revive_latency",
+    "The processing latency of revive topic",
+)
+.unit("milliseconds");
 const HELD_NOW: Def = Def::gauge(
     "sluice_long_polling_held",
     "Pull and pop requests held for long polling now",
@@ -117,15 +150,16 @@ pub fn bind(
     BoundEndpoint::bind(&host, metrics.metrics_prom_exporter_port).map(Some)
 }
 
-/// Serves `broker`'s metrics on `bound` and turns its meters on.
+/// Serves the metrics of `role`'s broker on `bound` and turns its meters on.
 ///
 /// # Errors
 /// The endpoint cannot be served.
 pub fn serve(
     bound: BoundEndpoint,
-    broker: &Arc<Broker>,
+    role: &Arc<Role>,
     metrics: &MetricsConfig,
 ) -> Result<Endpoint, MetricsError> {
+    let broker = role.broker();
     let (cluster, name) = {
         let c = broker.config();
         (c.broker_cluster_name.clone(), c.broker_name.clone())
@@ -138,7 +172,7 @@ pub fn serve(
         ],
         metrics,
     );
-    registry.register(BrokerCollector::new(Arc::clone(broker)));
+    registry.register(BrokerCollector::new(Arc::clone(role)));
     broker.metrics.enable();
     bound.serve(Arc::new(registry))
 }
@@ -148,20 +182,22 @@ pub fn serve(
 /// Writes the broker's metrics on every scrape.
 #[derive(Debug)]
 pub struct BrokerCollector {
-    broker: Arc<Broker>,
+    role: Arc<Role>,
 }
 
 impl BrokerCollector {
-    /// Reads `broker` when scraped.
+    /// Reads the broker of `role` (and its timer and POP services) when scraped.
     #[must_use]
-    pub fn new(broker: Arc<Broker>) -> Self {
-        BrokerCollector { broker }
+    pub fn new(role: Arc<Role>) -> Self {
+        BrokerCollector { role }
     }
 }
 
 impl Collect for BrokerCollector {
     fn collect(&self, s: &mut Scrape<'_>) -> fmt::Result {
-        let b = &*self.broker;
+        let b = &**self.role.broker();
+        timer(&self.role, s)?;
+        pop(&self.role, s)?;
         b.metrics.collect(s)?;
         tables(b, s)?;
         connections(b, s)?;
@@ -391,6 +427,70 @@ fn replication(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
         ),
         ha::HaStatus::Stopped => Ok(()),
     }
+}
+
+/// `TimerMetrics.timerDist`'s bounds, seconds.
+const TIMER_BOUNDS_S: [i64; 8] = [5, 60, 300, 900, 3600, 14_400, 28_800, 86_400];
+
+fn timer(role: &Role, s: &mut Scrape<'_>) -> fmt::Result {
+    let timer = role.timer();
+    if !timer.settings().enabled {
+        return Ok(());
+    }
+    let g = timer.gauges(&TIMER_BOUNDS_S);
+    s.gauge(&TIMER_ENQUEUE_LAG, &[(vec![], g.enqueue_lag)])?;
+    s.gauge(&TIMER_ENQUEUE_LATENCY, &[(vec![], g.enqueue_latency_ms)])?;
+    s.gauge(&TIMER_DEQUEUE_LAG, &[(vec![], g.dequeue_lag)])?;
+    s.gauge(&TIMER_DEQUEUE_LATENCY, &[(vec![], g.dequeue_latency_ms)])?;
+    let timing: Series<'_, i64> = timer
+        .metrics()
+        .wrapper()
+        .timing_count
+        .into_iter()
+        .map(|(topic, m)| (vec![("topic", Cow::Owned(topic))], m.count))
+        .collect();
+    s.gauge(&TIMING_MESSAGES, &timing)?;
+    let snapshot: Series<'_, i64> = TIMER_BOUNDS_S
+        .iter()
+        .zip(g.distribution)
+        .map(|(bound, n)| (vec![("timer_bound_s", Cow::Owned(bound.to_string()))], n))
+        .collect();
+    s.gauge(&TIMER_SNAPSHOT, &snapshot)
+}
+
+fn pop(role: &Role, s: &mut Scrape<'_>) -> fmt::Result {
+    let b = role.broker();
+    let buffered = i64::try_from(role.pop().buffer().buffered()).unwrap_or(i64::MAX);
+    s.gauge(&POP_CHECKPOINT_BUFFER, &[(vec![], buffered)])?;
+    let (cluster, queues) = {
+        let c = b.config();
+        (c.broker_cluster_name.clone(), c.revive_queue_num)
+    };
+    let topic = remoting::protocol::pop::revive_topic(&cluster);
+    let now = crate::clock::now_ms();
+    let mut lag = Vec::new();
+    let mut latency = Vec::new();
+    for queue_id in 0..queues {
+        let max = b.store.max_offset_in_queue(&topic, queue_id);
+        let done = b
+            .offsets
+            .query(remoting::protocol::pop::REVIVE_GROUP, &topic, queue_id)
+            .and_then(|o| u64::try_from(o).ok())
+            .unwrap_or(0);
+        let behind = max.saturating_sub(done);
+        let age = if behind == 0 {
+            0
+        } else {
+            b.store
+                .message_store_timestamp(&topic, queue_id, done)
+                .map_or(0, |stored| (now - stored).max(0))
+        };
+        let labels: Labels<'static> = vec![("queue_id", Cow::Owned(queue_id.to_string()))];
+        lag.push((labels.clone(), i64::try_from(behind).unwrap_or(i64::MAX)));
+        latency.push((labels, age));
+    }
+    s.gauge(&POP_REVIVE_LAG, &lag)?;
+    s.gauge(&POP_REVIVE_LATENCY, &latency)
 }
 
 fn used_space(path: &std::path::Path) -> Option<i64> {

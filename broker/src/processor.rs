@@ -172,7 +172,9 @@ impl Processor for BrokerProcessor {
             RequestCode::UpdateConsumerOffset => client::update_consumer_offset(t, &request),
             RequestCode::LockBatchMq => client::lock_batch(t, &request),
             RequestCode::UpdateAndCreateTopic => {
-                return admin::update_and_create_topic(&self.broker, &request);
+                let started = std::time::Instant::now();
+                let reply = admin::update_and_create_topic(&self.broker, &request);
+                return timed_topic_create(&self.broker, reply, started);
             }
             RequestCode::DeleteTopicInBroker => admin::delete_topic(b, &request),
             RequestCode::GetAllTopicConfig => admin::all_topic_config(b),
@@ -182,13 +184,23 @@ impl Processor for BrokerProcessor {
             }
             RequestCode::GetSystemTopicListFromBroker => admin::system_topics(b),
             RequestCode::UpdateAndCreateTopicList => {
-                return admin::update_and_create_topic_list(&self.broker, &request);
+                let started = std::time::Instant::now();
+                let reply = admin::update_and_create_topic_list(&self.broker, &request);
+                return timed_topic_create(&self.broker, reply, started);
             }
             RequestCode::UpdateAndCreateSubscriptiongroup => {
-                admin::update_subscription_group(b, &request)
+                let started = std::time::Instant::now();
+                let outcome = admin::update_subscription_group(b, &request);
+                b.metrics
+                    .group_created(succeeded(&outcome), started.elapsed());
+                outcome
             }
             RequestCode::UpdateAndCreateSubscriptiongroupList => {
-                admin::update_subscription_group_list(b, &request)
+                let started = std::time::Instant::now();
+                let outcome = admin::update_subscription_group_list(b, &request);
+                b.metrics
+                    .group_created(succeeded(&outcome), started.elapsed());
+                outcome
             }
             RequestCode::DeleteSubscriptiongroup => admin::delete_subscription_group(b, &request),
             RequestCode::GetAllSubscriptiongroupConfig => admin::all_subscription_groups(b),
@@ -304,6 +316,38 @@ impl From<BodyError> for Refusal {
 
 /// What a handler returns.
 pub type Handled = Result<RemotingCommand, Refusal>;
+
+/// Whether an admin request succeeded (for its metrics).
+fn succeeded(outcome: &Handled) -> bool {
+    outcome
+        .as_ref()
+        .is_ok_and(|r| r.code() == ResponseCode::Success.code())
+}
+
+/// Times a topic creation until it is answered (`rocketmq_topic_create_execution_time`).
+fn timed_topic_create(broker: &Arc<Broker>, reply: Reply, started: std::time::Instant) -> Reply {
+    if !broker.metrics.on() {
+        return reply;
+    }
+    let ok = |r: &RemotingCommand| r.code() == ResponseCode::Success.code();
+    match reply {
+        Reply::Now(r) => {
+            broker.metrics.topic_created(ok(&r), started.elapsed());
+            Reply::Now(r)
+        }
+        Reply::Later(future) => {
+            let broker = Arc::clone(broker);
+            Reply::later(async move {
+                let r = future.await;
+                broker
+                    .metrics
+                    .topic_created(r.as_ref().is_some_and(ok), started.elapsed());
+                r
+            })
+        }
+        Reply::Nothing => Reply::Nothing,
+    }
+}
 
 /// The response for a handler's outcome.
 #[must_use]

@@ -10,7 +10,9 @@
 //!   latencies (`rocketmq_rpc_latency_milliseconds`), storage and replication figures (the
 //!   slave's lag falling to 0 bytes, one HA ack timed per synchronous send), the common labels
 //!   (`cluster`, `node_type`, `node_id`, and `metricsLabel`'s) on every sample, and the name
-//!   server's view (two live brokers, their registrations timed).
+//!   server's view (two live brokers, their registrations timed); timers pending an hour
+//!   (`rocketmq_timing_messages`, `rocketmq_timer_message_snapshot`), the revive queues'
+//!   gauges, the topic creations timed.
 //!
 //! A broker refusing an exporter it cannot serve is in `startup_failures.rs`.
 
@@ -25,7 +27,7 @@ use integration_tests::exposition::{Exposition, http_get, scrape};
 use integration_tests::harness::{
     BrokerProcess, HA_BROKER_NAME, NamesrvProcess, unique_name, wait_until,
 };
-use integration_tests::java::{JavaTools, Recv, V4};
+use integration_tests::java::{JavaTools, Recv, V4, V5};
 use integration_tests::ports;
 
 const MESSAGES: usize = 100;
@@ -324,6 +326,45 @@ fn pair_exports_what_it_served() {
             ],
         ) == Some(DEAD_LETTERS as f64)
     });
+
+    // Timers: three due in an hour, counted as timing and in the 1 h bound of the snapshot
+    // (RocketMQ 5.3.3's client sets the delivery time).
+    let timer_topic = unique_name("MetricsTimer");
+    a.create_topic(&timer_topic, 4);
+    JavaTools::get(V5).produce(&ns.addr(), &timer_topic, 3, &["--timer", "delay-sec=3600"]);
+    let e = scrape_until(&a_m, "3 timers pending", |e| {
+        e.sum(
+            "rocketmq_timing_messages",
+            &[("topic", timer_topic.as_str())],
+        ) == Some(3.0)
+    });
+    assert_eq!(e.find("rocketmq_timer_message_snapshot", &[]).len(), 8);
+    assert!(
+        e.sum(
+            "rocketmq_timer_message_snapshot",
+            &[("timer_bound_s", "3600")]
+        )
+        .unwrap()
+            >= 3.0,
+        "{:#?}",
+        e.find("rocketmq_timer_message_snapshot", &[])
+    );
+    assert!(e.sum("rocketmq_timer_enqueue_lag", &[]).is_some());
+    assert!(
+        e.sum("rocketmq_timer_dequeue_latency_milliseconds", &[])
+            .is_some()
+    );
+    // POP's revive queues (8 by default) and the topic creations this test made.
+    assert_eq!(e.find("rocketmq_pop_revive_lag_milliseconds", &[]).len(), 8);
+    assert!(e.sum("rocketmq_pop_checkpoint_buffer_size", &[]).is_some());
+    assert!(
+        e.sum(
+            "rocketmq_topic_create_execution_time_milliseconds_count",
+            &[("invocation_status", "success")]
+        )
+        .unwrap()
+            >= 4.0
+    );
 
     // The name server: both brokers live, their registrations timed.
     let n = scrape(&ns_m).unwrap();

@@ -224,7 +224,7 @@ async fn serve(
         broker::server::start(Arc::clone(&broker), listener, vip_channel)?.with_grpc(grpc);
     // Kept until the broker stops.
     let _metrics = metrics_port
-        .map(|bound| broker::metrics::serve(bound, &broker, &metrics_config))
+        .map(|bound| broker::metrics::serve(bound, started.role(), &metrics_config))
         .transpose()?;
     // Only now: every part the role needs is up.
     println!(

@@ -187,6 +187,22 @@ pub struct TimerFigures {
     pub dequeue_tps: f64,
 }
 
+/// What RocketMQ 5 exports of its timer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TimerGauges {
+    /// Parked messages not yet taken into the wheel (`rocketmq_timer_enqueue_lag`).
+    pub enqueue_lag: i64,
+    /// Age of the oldest of them (`rocketmq_timer_enqueue_latency`).
+    pub enqueue_latency_ms: i64,
+    /// Timers due and not delivered yet (`rocketmq_timer_dequeue_lag`).
+    pub dequeue_lag: i64,
+    /// How far delivery is behind now (`rocketmq_timer_dequeue_latency`).
+    pub dequeue_latency_ms: i64,
+    /// Timers due within each asked bound, counted from the previous bound
+    /// (`rocketmq_timer_message_snapshot`).
+    pub distribution: Vec<i64>,
+}
+
 /// The counters behind the rates, sampled when the figures are asked for.
 #[derive(Debug, Default)]
 struct Rates {
@@ -470,6 +486,54 @@ impl TimerService {
             loaded,
             enqueue_tps,
             dequeue_tps,
+        }
+    }
+
+    /// The gauges RocketMQ 5 exports for its timer (`rocketmq_timer_*`), read now.
+    #[must_use]
+    pub fn gauges(&self, bounds_s: &[i64]) -> TimerGauges {
+        let now = crate::clock::now_ms();
+        let (read_time, queue_offset) = {
+            let st = self.state.lock();
+            (st.read_time, st.queue_offset)
+        };
+        let max = self
+            .store
+            .consume_queues()
+            .get(TIMER_TOPIC, 0)
+            .map_or(0, |cq| cq.max_offset());
+        let enqueue_lag = max.saturating_sub(queue_offset);
+        let enqueue_latency_ms = if enqueue_lag == 0 {
+            0
+        } else {
+            self.store
+                .message_store_timestamp(TIMER_TOPIC, 0, queue_offset)
+                .map_or(0, |stored| (now - stored).max(0))
+        };
+        // Timers due by now and not delivered yet.
+        let dequeue_lag = if read_time < now {
+            self.wheel.pending_between(read_time, now)
+        } else {
+            0
+        };
+        // Timers due within each bound (from the previous one), one pass over the wheel.
+        let mut distribution = Vec::with_capacity(bounds_s.len());
+        let mut from = now;
+        for bound in bounds_s {
+            let to = now + bound * 1000;
+            distribution.push(if to > from {
+                self.wheel.pending_between(from, to - 1)
+            } else {
+                0
+            });
+            from = to;
+        }
+        TimerGauges {
+            enqueue_lag: i64::try_from(enqueue_lag).unwrap_or(i64::MAX),
+            enqueue_latency_ms,
+            dequeue_lag,
+            dequeue_latency_ms: (now - read_time).max(0),
+            distribution,
         }
     }
 
