@@ -2,8 +2,8 @@
 """Checks deploy/ without starting anything (run by `make deploy-check` via check.sh).
 
 The broker configs are also started for real by integration-tests/tests/deploy.rs;
-this checks what no test starts: their documented conventions, the systemd units and
-the Kubernetes manifests.
+this checks what no test starts: their documented conventions, the systemd units,
+the Kubernetes manifests and the Grafana dashboard.
 
   deploy/check.sh           check; exit 1 listing every problem
   deploy/check.sh --write   regenerate deploy/k8s/{config,scripts}.yaml from their sources
@@ -30,10 +30,16 @@ Checks:
            ConfigMaps equal their source files; PodDisruptionBudgets select pods;
            kustomization.yaml lists every manifest; the entrypoint picks the config by
            ordinal (run with a stub mqbroker); `kubectl kustomize` renders (if installed).
+  grafana  deploy/grafana/sluice-dashboard.json parses; it imports as is (schemaVersion,
+           the DS_PROMETHEUS input, the cluster/node_id/topic/consumer_group variables);
+           panel ids are unique; every panel has a gridPos and, rows aside, the datasource
+           ${DS_PROMETHEUS} and a query; panels do not overlap; every rocketmq_*/sluice_*
+           name in a query or variable is one sluice exports (GRAFANA_METRICS below).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -52,6 +58,7 @@ import yaml
 DEPLOY = Path(__file__).resolve().parent
 K8S = DEPLOY / "k8s"
 SYSTEMD = DEPLOY / "systemd"
+DASHBOARD = DEPLOY / "grafana" / "sluice-dashboard.json"
 
 TOPOLOGIES = {
     "1m-1s-sync": (["broker-a"], "SYNC_MASTER"),
@@ -739,6 +746,141 @@ def check_entrypoint() -> None:
                 problem(rel(script), f"{pod} {extra or ''}: should refuse to start, got {got}")
 
 
+# ---------------------------------------------------------------- grafana
+
+# The sample names sluice exports (metrics crate; broker/src/metrics.rs, meters.rs;
+# nameserver/src/metrics.rs). A dashboard query naming anything else shows "No data".
+GRAFANA_COUNTERS = """
+    rocketmq_messages_in_total rocketmq_throughput_in_total rocketmq_messages_out_total
+    rocketmq_throughput_out_total rocketmq_send_to_dlq_messages_total
+    rocketmq_commit_messages_total rocketmq_rollback_messages_total
+    sluice_long_polling_holds_total""".split()
+GRAFANA_HISTOGRAMS = """
+    rocketmq_message_size rocketmq_finish_message_latency_ms
+    rocketmq_topic_create_execution_time_milliseconds
+    rocketmq_consumer_group_create_execution_time_milliseconds rocketmq_rpc_latency_milliseconds
+    sluice_store_fsync_latency_microseconds sluice_store_group_commit_size
+    sluice_ha_ack_latency_microseconds""".split()
+GRAFANA_GAUGES = """
+    rocketmq_half_messages rocketmq_broker_permission rocketmq_topic_number
+    rocketmq_consumer_group_number rocketmq_producer_connections rocketmq_consumer_connections
+    rocketmq_consumer_lag_messages rocketmq_consumer_lag_latency_milliseconds
+    rocketmq_consumer_inflight_messages rocketmq_consumer_queueing_latency_milliseconds
+    rocketmq_consumer_ready_messages rocketmq_storage_size_bytes
+    rocketmq_storage_flush_behind_bytes rocketmq_storage_dispatch_behind_bytes
+    rocketmq_storage_message_reserve_time_milliseconds sluice_ha_slave_lag_bytes
+    sluice_ha_slave_lag_time_milliseconds sluice_ha_slaves sluice_ha_master_link_up
+    sluice_long_polling_held sluice_namesrv_live_brokers sluice_namesrv_topics
+    rocketmq_timer_enqueue_lag rocketmq_timer_dequeue_lag rocketmq_timing_messages
+    rocketmq_pop_checkpoint_buffer_size rocketmq_pop_revive_lag_milliseconds""".split()
+GRAFANA_METRICS = (
+    set(GRAFANA_COUNTERS)
+    | set(GRAFANA_GAUGES)
+    | {h + s for h in GRAFANA_HISTOGRAMS for s in ("_bucket", "_sum", "_count")}
+)
+GRAFANA_DS = "${DS_PROMETHEUS}"
+GRAFANA_VARIABLES = ["cluster", "node_id", "topic", "consumer_group"]
+METRIC_TOKEN = re.compile(r"\b(?:rocketmq|sluice)_[a-z0-9_]+")
+
+
+def check_metric_names(where: str, what: str, query: str) -> None:
+    for name in METRIC_TOKEN.findall(query):
+        if name not in GRAFANA_METRICS:
+            problem(where, f"{what}: {name} is not a metric sluice exports (GRAFANA_METRICS)")
+
+
+def check_grafana() -> None:
+    where = rel(DASHBOARD)
+    try:
+        board = json.loads(DASHBOARD.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        problem(where, f"does not parse: {e}")
+        return
+    if board.get("schemaVersion") != 39:
+        problem(where, f"schemaVersion {board.get('schemaVersion')!r}, expected 39")
+    if board.get("id") is not None or not board.get("uid") or not board.get("title"):
+        problem(where, "needs id null (Grafana assigns it), a uid and a title")
+    inputs = [i for i in board.get("__inputs", []) if i.get("name") == "DS_PROMETHEUS"]
+    if [(i.get("type"), i.get("pluginId")) for i in inputs] != [("datasource", "prometheus")]:
+        problem(where, "__inputs needs one datasource DS_PROMETHEUS with pluginId prometheus")
+    variables = {v.get("name"): v for v in dig(board, "templating", "list") or []}
+    for name in GRAFANA_VARIABLES:
+        v = variables.get(name)
+        if v is None:
+            problem(where, f"no templating variable ${name}")
+            continue
+        if v.get("type") != "query" or dig(v, "datasource", "uid") != GRAFANA_DS:
+            problem(where, f"${name}: a query variable on {GRAFANA_DS}")
+        query = dig(v, "query", "query") if isinstance(v.get("query"), dict) else v.get("query")
+        if not isinstance(query, str) or not query.startswith("label_values("):
+            problem(where, f"${name}: query {query!r} is not label_values(...)")
+        else:
+            check_metric_names(where, f"${name}", query)
+    for name in ("cluster", "node_id"):
+        query = dig(variables.get(name, {}), "definition") or ""
+        if "rocketmq_broker_permission" not in str(query):
+            problem(where, f"${name} does not list label values of rocketmq_broker_permission")
+
+    seen: dict[object, str] = {}
+    top = board.get("panels")
+    if not isinstance(top, list) or not top:
+        problem(where, "no panels")
+        return
+    # What is drawn together: the top level, and each collapsed row's own panels.
+    layers = [("top level", [p for p in top if isinstance(p, dict)])]
+    for p in layers[0][1]:
+        if p.get("type") == "row":
+            nested = p.get("panels") or []
+            if nested and not p.get("collapsed"):
+                problem(where, f"row {p.get('title')!r}: an expanded row holds no panels")
+            layers.append((f"row {p.get('title')!r}", nested))
+    for layer, panels in layers:
+        boxes: list[tuple[str, int, int, int, int]] = []
+        for p in panels:
+            title = f"panel {p.get('id')} {p.get('title')!r}"
+            if p.get("id") in seen:
+                problem(where, f"{title}: id also used by {seen[p.get('id')]}")
+            seen[p.get("id")] = title
+            if not isinstance(p.get("id"), int):
+                problem(where, f"{title}: no integer id")
+            pos = p.get("gridPos") or {}
+            if not all(isinstance(pos.get(k), int) for k in "hwxy"):
+                problem(where, f"{title}: gridPos {pos}")
+                continue
+            if pos["x"] < 0 or pos["w"] < 1 or pos["x"] + pos["w"] > 24 or pos["h"] < 1:
+                problem(where, f"{title}: gridPos {pos} outside the 24 columns")
+            for other, x, y, w, h in boxes:
+                if (
+                    x < pos["x"] + pos["w"]
+                    and pos["x"] < x + w
+                    and y < pos["y"] + pos["h"]
+                    and pos["y"] < y + h
+                ):
+                    problem(where, f"{title} overlaps {other} ({layer})")
+            boxes.append((title, pos["x"], pos["y"], pos["w"], pos["h"]))
+            if p.get("type") == "row":
+                continue
+            if p.get("type") not in ("timeseries", "stat"):
+                problem(where, f"{title}: type {p.get('type')!r}, expected timeseries or stat")
+            if dig(p, "datasource", "uid") != GRAFANA_DS:
+                problem(where, f"{title}: datasource {p.get('datasource')}, expected {GRAFANA_DS}")
+            if not dig(p, "fieldConfig", "defaults", "unit"):
+                problem(where, f"{title}: no unit")
+            targets = p.get("targets") or []
+            if not targets:
+                problem(where, f"{title}: no target")
+            for t in targets:
+                expr = t.get("expr") if isinstance(t, dict) else None
+                if not isinstance(expr, str) or not expr.strip():
+                    problem(where, f"{title}: a target without expr")
+                    continue
+                if dig(t, "datasource", "uid") not in (None, GRAFANA_DS):
+                    problem(where, f"{title}: target {t.get('refId')} on {t.get('datasource')}")
+                if expr.count("(") != expr.count(")") or expr.count("{") != expr.count("}"):
+                    problem(where, f"{title}: unbalanced brackets in {expr}")
+                check_metric_names(where, title, expr)
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -752,12 +894,13 @@ def main() -> int:
     check_configs()
     check_systemd()
     check_k8s()
+    check_grafana()
     if problems:
         print(f"deploy-check: {len(problems)} problem(s):", file=sys.stderr)
         for p in problems:
             print(f"  {p}", file=sys.stderr)
         return 1
-    print("deploy-check: configs, systemd units and Kubernetes manifests OK")
+    print("deploy-check: configs, systemd units, Kubernetes manifests and Grafana dashboard OK")
     return 0
 
 
