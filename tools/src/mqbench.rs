@@ -19,13 +19,15 @@
 //! Producer and consumer spread over `--topics N` topics named `TOPIC-0` .. `TOPIC-(N-1)`.
 //!
 //! Each second a progress line goes to stderr; the summary (text, or JSON with `--json`)
-//! goes to stdout.
+//! goes to stdout. When stderr is a terminal, producer, consumer and the gRPC modes also
+//! keep a live status line at its bottom ([`status`]; `--no-progress` turns it off).
 
 pub mod consumer;
 pub mod grpc;
 pub mod producer;
 pub mod stamp;
 pub mod stats;
+pub mod status;
 pub mod timer;
 pub mod topics;
 

@@ -19,6 +19,7 @@ use remoting::{RemotingCommand, RequestCode};
 
 use super::stamp;
 use super::stats::{Recorder, Summary};
+use super::status::{StatusArgs, StatusLine};
 use super::{Run, parse_duration, report_progress, settings};
 use crate::admin::select_addr;
 use crate::client::{Client, DEFAULT_TIMEOUT, PullStatus, pull_flag};
@@ -78,6 +79,9 @@ pub struct ConsumerArgs {
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// The live status line.
+    #[command(flatten)]
+    pub status: StatusArgs,
 }
 
 struct QueueLoop {
@@ -323,6 +327,7 @@ pub async fn run(
         subscription.0,
         subscription.1
     );
+    let (status_line, err) = StatusLine::start(&args.status, &run, "received", false, err);
     let started = Instant::now();
     let reporter = tokio::spawn(report_progress(
         Arc::clone(&run),
@@ -348,6 +353,7 @@ pub async fn run(
         h.abort();
     }
     let _ = reporter.await;
+    status_line.finish();
     if let Some(h) = heartbeat {
         h.abort();
     }

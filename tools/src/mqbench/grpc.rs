@@ -29,6 +29,7 @@ use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
 use super::stats::{Recorder, Summary};
+use super::status::{StatusArgs, StatusLine};
 use super::{Run, parse_duration, report_progress, settings};
 use crate::error::{Result, ToolsError};
 use crate::time::now_millis;
@@ -78,6 +79,9 @@ pub struct GrpcProducerArgs {
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// The live status line.
+    #[command(flatten)]
+    pub status: StatusArgs,
 }
 
 /// How a consumer acks.
@@ -129,6 +133,9 @@ pub struct GrpcConsumerArgs {
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// The live status line.
+    #[command(flatten)]
+    pub status: StatusArgs,
 }
 
 /// One client's identity and connections.
@@ -339,6 +346,7 @@ pub async fn run_producer(
     let body = bytes::Bytes::from(vec![b'x'; args.size]);
     let budget = args.messages.map(AtomicU64::new).map(Arc::new);
     let timeout = Duration::from_millis(args.timeout_ms);
+    let (status_line, err) = StatusLine::start(&args.status, &run, "sent", true, err);
     let reporter = tokio::spawn(report_progress(
         Arc::clone(&run),
         "grpc-send",
@@ -403,6 +411,7 @@ pub async fn run_producer(
     stop.stop.store(true, Ordering::Relaxed);
     let elapsed = start.elapsed();
     let _ = reporter.await;
+    status_line.finish();
     let _ = run.latencies.interval();
     Ok(Summary::new(
         "grpc-producer",
@@ -528,6 +537,7 @@ pub async fn run_consumer(
     let run = Arc::new(Run::default());
     let received = Arc::new(AtomicU64::new(0));
     let next_queue = Arc::new(AtomicUsize::new(0));
+    let (status_line, err) = StatusLine::start(&args.status, &run, "received", false, err);
     let reporter = tokio::spawn(report_progress(
         Arc::clone(&run),
         "grpc-receive",
@@ -651,6 +661,7 @@ pub async fn run_consumer(
     run.stop.store(true, Ordering::Relaxed);
     let elapsed = start.elapsed();
     let _ = reporter.await;
+    status_line.finish();
     let _ = run.latencies.interval();
     Ok(Summary::new(
         "grpc-consumer",

@@ -14,6 +14,7 @@ use remoting::{RemotingClient, RemotingError};
 use tokio::sync::Semaphore;
 
 use super::stats::{Recorder, Summary};
+use super::status::{StatusArgs, StatusLine};
 use super::{Run, parse_duration, report_progress, settings};
 use crate::client::{Client, DEFAULT_TIMEOUT};
 use crate::error::{Result, ToolsError};
@@ -87,6 +88,9 @@ pub struct ProducerArgs {
     /// Print the summary as JSON.
     #[arg(long = "json")]
     pub json: bool,
+    /// The live status line.
+    #[command(flatten)]
+    pub status: StatusArgs,
     /// Stamp each body with its send time in microseconds (`mqbench consumer` then measures
     /// end-to-end latency from it instead of the millisecond born timestamp); costs an
     /// allocation per message.
@@ -392,6 +396,7 @@ pub async fn run(
         args.connections,
         args.rate.map_or("unlimited".to_owned(), |r| r.to_string())
     );
+    let (status_line, err) = StatusLine::start(&args.status, &run, "sent", true, err);
     let started = Instant::now();
     let reporter = tokio::spawn(report_progress(Arc::clone(&run), "sent", Arc::clone(&err)));
     let mut workers = Vec::with_capacity(args.threads);
@@ -425,6 +430,7 @@ pub async fn run(
     }
     let elapsed = started.elapsed();
     let _ = reporter.await;
+    status_line.finish();
     let _ = run.latencies.interval();
     for c in &clients {
         c.shutdown();

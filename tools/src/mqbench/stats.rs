@@ -2,7 +2,8 @@
 //!
 //! Workers record into their own [`Recorder`] (a histogram behind an uncontended lock,
 //! plus shared atomics); the reporter swaps interval histograms out every second and
-//! merges them into the run's total, so recording never waits for printing.
+//! merges them into the run's total, so recording never waits for printing. The p99 of
+//! the last interval is kept for the live status line.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -105,6 +106,8 @@ impl Recorder {
 pub struct Latencies {
     recorders: Mutex<Vec<Arc<Mutex<Histogram<u64>>>>>,
     total: Mutex<Histogram<u64>>,
+    /// p99 of the last [`interval`](Self::interval), µs; 0: it had no sample.
+    last_p99_us: AtomicU64,
 }
 
 impl Default for Latencies {
@@ -112,6 +115,7 @@ impl Default for Latencies {
         Latencies {
             recorders: Mutex::new(Vec::new()),
             total: Mutex::new(new_histogram()),
+            last_p99_us: AtomicU64::new(0),
         }
     }
 }
@@ -133,7 +137,23 @@ impl Latencies {
             h.reset();
         }
         let _ = self.total.lock().add(&interval);
+        // Recorded values are at least 1 µs, so 0 can mean "no sample".
+        let p99 = if interval.is_empty() {
+            0
+        } else {
+            interval.value_at_quantile(0.99)
+        };
+        self.last_p99_us.store(p99, Ordering::Relaxed);
         interval
+    }
+
+    /// The p99 of what the last [`interval`](Self::interval) took, in milliseconds;
+    /// `None` if it took nothing (or was never called).
+    pub fn last_interval_p99_ms(&self) -> Option<f64> {
+        match self.last_p99_us.load(Ordering::Relaxed) {
+            0 => None,
+            us => Some(ms(us)),
+        }
     }
 
     /// The whole run (call [`interval`](Self::interval) once more first).
@@ -307,15 +327,20 @@ mod tests {
             a.record(Duration::from_micros(i * 10));
         }
         b.record_millis(50);
+        assert_eq!(lat.last_interval_p99_ms(), None);
         let first = lat.interval();
         assert_eq!(first.len(), 101);
+        let p99 = lat.last_interval_p99_ms().unwrap();
+        assert!((p99 - 1.0).abs() < 0.01, "{p99}");
         assert!(lat.interval().is_empty());
         let s = LatencySummary::of(&lat.total());
         assert_eq!(s.count, 101);
         assert!((s.p50_ms - 0.51).abs() < 0.01, "{s:?}");
         assert!((s.max_ms - 50.0).abs() < 0.1, "{s:?}");
+        assert_eq!(lat.last_interval_p99_ms(), None);
         b.record_millis(-5);
         assert_eq!(lat.interval().max(), 1);
+        assert_eq!(lat.last_interval_p99_ms(), Some(0.001));
     }
 
     #[test]
