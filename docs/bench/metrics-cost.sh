@@ -4,7 +4,7 @@
 # them); the per-message figure is the slope between 20k and 40k sends. Needs valgrind and a
 # release build (cargo build --release -p broker -p nameserver -p tools). About 10 minutes.
 set -u
-B=/work/main/target/release
+B="$(cd "$(dirname "$0")/../.." && pwd)/target/release"
 ROOT=/dev/shm/cg-metrics
 rm -rf $ROOT; mkdir -p $ROOT
 $B/mqnamesrv -o listenPort=38876 -o bindAddress=127.0.0.1 -o kvConfigPath=$ROOT/kv.json > $ROOT/ns.log 2>&1 &
