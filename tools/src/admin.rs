@@ -284,6 +284,23 @@ impl Client {
         parse_body(&response, addr)
     }
 
+    /// GET_ALL_SUBSCRIPTIONGROUP_CONFIG: the broker's subscription groups.
+    ///
+    /// # Errors
+    /// Transport failure, an error code, or an unparsable body.
+    pub async fn subscription_groups(
+        &self,
+        addr: &str,
+    ) -> Result<remoting::protocol::subscription::SubscriptionGroupWrapper> {
+        let response = self
+            .call(
+                addr,
+                RemotingCommand::request(RequestCode::GetAllSubscriptiongroupConfig),
+            )
+            .await?;
+        parse_body(&response, addr)
+    }
+
     /// QUERY_TOPIC_CONSUME_BY_WHO.
     ///
     /// # Errors

@@ -8,6 +8,7 @@
 //! - `consumer`: updateSubGroup, consumerProgress, resetOffsetByTime.
 //! - `message`: queryMsgById, queryMsgByKey, queryMsgByOffset, sendMessage, consumeMessage.
 //! - `auth`: ACL 2.0's user and ACL commands (createUser ... listAcl).
+//! - `console`: the web console (`console`), over the same calls and sub commands.
 //! - `format`: Java-compatible formatting (padding, `toString` shapes, fastjson pretty JSON).
 //!
 //! Every sub command is a clap struct with `async fn run(&self, ctx: &mut Ctx<'_>)`;
@@ -16,6 +17,7 @@
 
 pub mod auth;
 pub mod cluster;
+pub mod console;
 pub mod consumer;
 pub mod format;
 pub mod ha;
@@ -211,6 +213,9 @@ pub enum Command {
     /// List acl from cluster.
     #[command(name = "listAcl")]
     ListAcl(auth::ListAcl),
+    /// sluice: serve the web console (cluster, topics, groups, messages) until Ctrl-C.
+    #[command(name = "console")]
+    Console(console::Console),
 }
 
 /// What a running command writes to and talks through.
@@ -263,6 +268,7 @@ impl Command {
             Command::DeleteAcl(c) => &c.common,
             Command::GetAcl(c) => &c.common,
             Command::ListAcl(c) => &c.common,
+            Command::Console(c) => &c.common,
         }
     }
 
@@ -302,6 +308,7 @@ impl Command {
             Command::DeleteAcl(c) => c.run(ctx).await,
             Command::GetAcl(c) => c.run(ctx).await,
             Command::ListAcl(c) => c.run(ctx).await,
+            Command::Console(c) => c.run(ctx).await,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The tools integration tests run besides cargo — Java (the official clients and `mqadmin`,
 //! Apache RocketMQ's broker), Maven (builds the Java programs, fetches Apache RocketMQ), Go
-//! (the Go client programs), Python (the Python gRPC SDK's program) — and the one place that decides what a test does when one is
+//! (the Go client programs), Python (the Python gRPC SDK's program), Node.js and Chromium (the
+//! web console's check in a real browser) — and the one place that decides what a test does when one is
 //! missing: under `make it` (`SLUICE_REQUIRE_TOOLS=1`) it fails, naming the tool; otherwise
 //! (`make unit`, a plain `cargo test`) it is skipped, with a line on stderr saying which tool
 //! it needed.
@@ -34,6 +35,10 @@ pub enum Tool {
     Go,
     /// `python3` on `PATH` (with its `venv` module): the Python gRPC SDK's programs.
     Python,
+    /// `node` (with `npm`) on `PATH`: the console check driving Chromium.
+    Node,
+    /// `chromium` on `PATH` (Debian's package): the console check's browser.
+    Chromium,
 }
 
 impl Tool {
@@ -45,13 +50,17 @@ impl Tool {
             Tool::Maven => "mvn",
             Tool::Go => "go",
             Tool::Python => "python3",
+            Tool::Node => "node",
+            Tool::Chromium => "chromium",
         }
     }
 
     /// Where it is, when it is installed (looked up once per process).
     #[must_use]
     pub fn path(self) -> Option<&'static Path> {
-        static FOUND: [OnceLock<Option<PathBuf>>; 4] = [
+        static FOUND: [OnceLock<Option<PathBuf>>; 6] = [
+            OnceLock::new(),
+            OnceLock::new(),
             OnceLock::new(),
             OnceLock::new(),
             OnceLock::new(),
@@ -62,13 +71,15 @@ impl Tool {
             Tool::Maven => &FOUND[1],
             Tool::Go => &FOUND[2],
             Tool::Python => &FOUND[3],
+            Tool::Node => &FOUND[4],
+            Tool::Chromium => &FOUND[5],
         };
         slot.get_or_init(|| {
             let java_home = match self {
                 Tool::Java => env::var_os("JAVA_HOME")
                     .map(|h| Path::new(&h).join("bin").join("java"))
                     .filter(|p| p.is_file()),
-                Tool::Maven | Tool::Go | Tool::Python => None,
+                Tool::Maven | Tool::Go | Tool::Python | Tool::Node | Tool::Chromium => None,
             };
             java_home.or_else(|| on_path(self.command()))
         })
@@ -89,6 +100,8 @@ impl fmt::Display for Tool {
             Tool::Maven => "Maven",
             Tool::Go => "Go",
             Tool::Python => "Python",
+            Tool::Node => "Node.js",
+            Tool::Chromium => "Chromium",
         })
     }
 }

@@ -119,46 +119,55 @@ pub struct QueryMsgById {
 }
 
 impl QueryMsgById {
-    /// Looks one id up: as an offset id on its broker, else as a unique key of `topic`.
     async fn find(&self, client: &Client, id: &str) -> Result<StoredMessage> {
-        let topic = self.topic.as_deref().map(str::trim);
-        // A unique key also decodes as an offset id (both are 32 hex chars for IPv4), its
-        // "address" being the producer's IP and pid. Only ever connect to addresses the
-        // name server lists as brokers, never to whatever an id happens to contain.
-        let offset_err = match OffsetMsgId::decode(id) {
-            Ok(oid) => {
-                let addr = oid.addr.to_string();
-                let known = client.cluster_info().await.is_ok_and(|info| {
-                    info.broker_addr_table
-                        .values()
-                        .any(|b| b.broker_addrs.values().any(|a| *a == addr))
-                });
-                if known {
-                    // The offset is an int64 on the wire: the same eight bytes either way.
-                    match client.view_message(&addr, topic, oid.offset as i64).await {
-                        Ok(m) => return Ok(m),
-                        Err(e) => e,
-                    }
-                } else {
-                    ToolsError::NotFound(format!(
-                        "{id} is not an offset msg id of a known broker ({addr} is not registered)"
-                    ))
-                }
-            }
-            Err(e) => ToolsError::from(e),
-        };
-        let Some(topic) = topic else {
-            return Err(offset_err);
-        };
-        tracing::debug!(id, error = %offset_err, "not an offset msg id, trying it as a unique key");
-        let found = query_message(client, topic, id, 32, 0, i64::MAX, true).await?;
-        found.into_iter().next().map(|(_, m)| m).ok_or_else(|| {
-            ToolsError::NotFound(format!(
-                "query message by id finished, but no message: {id}"
-            ))
-        })
+        find_by_id(client, id, self.topic.as_deref().map(str::trim)).await
     }
+}
 
+/// Looks one id up (`queryMsgById`): as an offset id on its broker, else as a unique key of
+/// `topic`.
+///
+/// # Errors
+/// Not found, or the brokers failing.
+pub async fn find_by_id(client: &Client, id: &str, topic: Option<&str>) -> Result<StoredMessage> {
+    // A unique key also decodes as an offset id (both are 32 hex chars for IPv4), its
+    // "address" being the producer's IP and pid. Only ever connect to addresses the
+    // name server lists as brokers, never to whatever an id happens to contain.
+    let offset_err = match OffsetMsgId::decode(id) {
+        Ok(oid) => {
+            let addr = oid.addr.to_string();
+            let known = client.cluster_info().await.is_ok_and(|info| {
+                info.broker_addr_table
+                    .values()
+                    .any(|b| b.broker_addrs.values().any(|a| *a == addr))
+            });
+            if known {
+                // The offset is an int64 on the wire: the same eight bytes either way.
+                match client.view_message(&addr, topic, oid.offset as i64).await {
+                    Ok(m) => return Ok(m),
+                    Err(e) => e,
+                }
+            } else {
+                ToolsError::NotFound(format!(
+                    "{id} is not an offset msg id of a known broker ({addr} is not registered)"
+                ))
+            }
+        }
+        Err(e) => ToolsError::from(e),
+    };
+    let Some(topic) = topic else {
+        return Err(offset_err);
+    };
+    tracing::debug!(id, error = %offset_err, "not an offset msg id, trying it as a unique key");
+    let found = query_message(client, topic, id, 32, 0, i64::MAX, true).await?;
+    found.into_iter().next().map(|(_, m)| m).ok_or_else(|| {
+        ToolsError::NotFound(format!(
+            "query message by id finished, but no message: {id}"
+        ))
+    })
+}
+
+impl QueryMsgById {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
         if self.consumer_group.is_some() || self.client_id.is_some() || self.send_message.is_some()
         {
@@ -304,36 +313,54 @@ pub struct QueryMsgByOffset {
 
 impl QueryMsgByOffset {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        let topic = self.topic.trim();
-        let addr = broker_addr(&ctx.client, topic, self.broker_name.trim()).await?;
-        let result = tool_pull(
+        let msg = find_by_offset(
             &ctx.client,
-            &addr,
-            TOOLS_CONSUMER_GROUP,
-            topic,
+            self.topic.trim(),
+            self.broker_name.trim(),
             self.queue_id,
             self.offset,
-            1,
         )
         .await?;
-        if result.status != PullStatus::Found {
-            return Err(ToolsError::NotFound(format!(
-                "no message at {topic}/{}/{} offset {}: {} (queue offsets {}..{})",
-                self.broker_name.trim(),
-                self.queue_id,
-                self.offset,
-                result.status.name(),
-                result.min_offset,
-                result.max_offset
-            )));
-        }
-        let msg = result
-            .messages(&addr)?
-            .into_iter()
-            .next()
-            .ok_or_else(|| ToolsError::NotFound("pull found no message".to_owned()))?;
         show(ctx, &msg, self.body_format.is_some())
     }
+}
+
+/// The message at `offset` of queue `queue_id` of `topic` on `broker_name`
+/// (`queryMsgByOffset`).
+///
+/// # Errors
+/// No such broker or message, or the broker failing.
+pub async fn find_by_offset(
+    client: &Client,
+    topic: &str,
+    broker_name: &str,
+    queue_id: i32,
+    offset: i64,
+) -> Result<StoredMessage> {
+    let addr = broker_addr(client, topic, broker_name).await?;
+    let result = tool_pull(
+        client,
+        &addr,
+        TOOLS_CONSUMER_GROUP,
+        topic,
+        queue_id,
+        offset,
+        1,
+    )
+    .await?;
+    if result.status != PullStatus::Found {
+        return Err(ToolsError::NotFound(format!(
+            "no message at {topic}/{broker_name}/{queue_id} offset {offset}: {} (queue offsets {}..{})",
+            result.status.name(),
+            result.min_offset,
+            result.max_offset
+        )));
+    }
+    result
+        .messages(&addr)?
+        .into_iter()
+        .next()
+        .ok_or_else(|| ToolsError::NotFound("pull found no message".to_owned()))
 }
 
 /// `sendMessage`.
