@@ -4,12 +4,13 @@
 // with an `ERR ...` line on the first failure.
 //
 //   node console_check.mjs --url http://127.0.0.1:PORT --out DIR --cluster C --topic T
-//        --group G --msg-id ID --key K --new-topic NT [--chromium /usr/bin/chromium]
+//        --group G --msg-id ID --key K --new-topic NT --from-ms MS --resend-group G2
+//        [--chromium /usr/bin/chromium]
 import { chromium } from "playwright-core";
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
-const need = ["url", "out", "cluster", "topic", "group", "msg-id", "key", "new-topic"];
+const need = ["url", "out", "cluster", "topic", "group", "msg-id", "key", "new-topic", "from-ms", "resend-group"];
 for (const k of need) if (!args[k]) { console.log(`ERR missing --${k}`); process.exit(2); }
 
 const say = o => console.log(JSON.stringify(o));
@@ -92,6 +93,24 @@ try {
   const props = await page.$$eval("#msg-properties tbody tr", trs => trs.map(tr => [...tr.children].map(td => td.textContent)));
   say({ page: "message", body, properties: Object.fromEntries(props) });
   await shot("message");
+  // ... and given again to a consumer of another group.
+  await page.fill("#resend input[name=group]", args["resend-group"]);
+  await page.click("#load-clients");
+  await page.waitForSelector("#resend select[name=clientId] option", { state: "attached" });
+  await page.click("#resend button:not([type=button])");
+  await page.waitForSelector("#action-output");
+  say({ page: "resend", output: await page.textContent("#action-output") });
+  // By time: everything stored since --from-ms (the input is local time, the browser's zone).
+  await page.goto(`${args.url}/#/messages`);
+  await page.waitForSelector("#by-time");
+  const from = new Date(Number(args["from-ms"]));
+  const local = new Date(from.getTime() - from.getTimezoneOffset() * 60000).toISOString().slice(0, 19);
+  await page.fill("#by-time input[name=topic]", args.topic);
+  await page.fill("#by-time input[name=from]", local);
+  await page.click("#by-time button");
+  await page.waitForSelector("#messages, #msg-body, .error");
+  say({ page: "by-time", listed: await page.$$eval("#messages tbody tr", trs => trs.length) });
+  await shot("messages");
   await page.fill("#by-key input[name=topic]", args.topic);
   await page.fill("#by-key input[name=key]", args.key);
   await page.click("#by-key button");

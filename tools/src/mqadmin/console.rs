@@ -4,7 +4,8 @@
 //!
 //! Nothing here is a second admin code path: the pages read through the same calls the
 //! `mqadmin` sub commands make ([`api`]), and every changing action (create, update or
-//! delete a topic, reset a group's offsets) *is* an `mqadmin` sub command, run in process
+//! delete a topic, reset a group's offsets, give a message to a consumer again) *is* an
+//! `mqadmin` sub command, run in process
 //! with the operator's credentials when the cluster checks them, its output shown as the
 //! answer. Off unless started; bound to loopback unless `--listen` says otherwise.
 //!
@@ -91,6 +92,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/api/group", get(api::group))
         .route("/api/group/reset", post(api::reset_offset))
         .route("/api/message", get(api::message))
+        .route("/api/message/resend", post(api::resend))
         .with_state(state)
 }
 

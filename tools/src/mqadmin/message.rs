@@ -107,10 +107,10 @@ pub struct QueryMsgById {
     /// Cluster name (accepted for compatibility).
     #[arg(short = 'c', long = "cluster")]
     pub cluster: Option<String>,
-    /// Consumer group (consume-directly; not supported).
+    /// Consumer group: give the message to one of its consumers again (with -d).
     #[arg(short = 'g', long = "consumerGroup")]
     pub consumer_group: Option<String>,
-    /// Client id (consume-directly; not supported).
+    /// Client id of the consumer to give it to (with -g).
     #[arg(short = 'd', long = "clientId")]
     pub client_id: Option<String>,
     /// Resend the message (not supported).
@@ -169,11 +169,9 @@ pub async fn find_by_id(client: &Client, id: &str, topic: Option<&str>) -> Resul
 
 impl QueryMsgById {
     pub(crate) async fn run(&self, ctx: &mut Ctx<'_>) -> Result<()> {
-        if self.consumer_group.is_some() || self.client_id.is_some() || self.send_message.is_some()
-        {
+        if self.send_message.is_some() {
             return Err(ToolsError::Usage(
-                "queryMsgById -g/-d (consume directly) and -s (resend) are not supported"
-                    .to_owned(),
+                "queryMsgById -s (resend) is not supported".to_owned(),
             ));
         }
         let ids: Vec<&str> = self
@@ -182,6 +180,37 @@ impl QueryMsgById {
             .map(str::trim)
             .filter(|s| !s.is_empty())
             .collect();
+        // -g and -d: each message given again to one consumer, as Apache's does.
+        if let (Some(group), Some(client_id)) = (&self.consumer_group, &self.client_id) {
+            let topic = self.topic.as_deref().map(str::trim);
+            for id in ids {
+                let r = consume_directly(&ctx.client, id, topic, group.trim(), client_id.trim())
+                    .await?;
+                let result = r
+                    .consume_result
+                    .and_then(|c| serde_json::to_value(c).ok())
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_else(|| "null".to_owned());
+                write!(
+                    ctx.out,
+                    "ConsumeMessageDirectlyResult [order={}, autoCommit={}, consumeResult={result}, remark={}, spentTimeMills={}]",
+                    r.order,
+                    r.auto_commit,
+                    if r.remark.is_empty() {
+                        "null"
+                    } else {
+                        &r.remark
+                    },
+                    r.spent_time_mills
+                )?;
+            }
+            return Ok(());
+        }
+        if self.consumer_group.is_some() || self.client_id.is_some() {
+            return Err(ToolsError::Usage(
+                "queryMsgById: -g and -d go together (consume directly)".to_owned(),
+            ));
+        }
         for id in ids {
             let msg = self.find(&ctx.client, id).await?;
             show(ctx, &msg, self.body_format.is_some())?;
@@ -323,6 +352,102 @@ impl QueryMsgByOffset {
         .await?;
         show(ctx, &msg, self.body_format.is_some())
     }
+}
+
+/// Gives the message `id` to the consumer `client_id` of `group` again
+/// (CONSUME_MESSAGE_DIRECTLY through the broker that stores it; `queryMsgById -g -d`, the
+/// console's "resend to a consumer").
+///
+/// # Errors
+/// The message is not found, or the broker or the client fails.
+pub async fn consume_directly(
+    client: &Client,
+    id: &str,
+    topic: Option<&str>,
+    group: &str,
+    client_id: &str,
+) -> Result<remoting::protocol::admin::ConsumeMessageDirectlyResult> {
+    let msg = find_by_id(client, id, topic).await?;
+    // The broker that stores it: a registered broker address (never one an id names).
+    let addr = msg.store_host.to_string();
+    let info = client.cluster_info().await?;
+    let broker_name = info
+        .broker_addr_table
+        .values()
+        .find(|b| b.broker_addrs.values().any(|a| *a == addr))
+        .map(|b| b.broker_name.clone())
+        .ok_or_else(|| ToolsError::NotFound(format!("{addr} is not a registered broker")))?;
+    let header = remoting::protocol::broker::ConsumeMessageDirectlyResultRequestHeader {
+        consumer_group: group.to_owned(),
+        client_id: Some(client_id.to_owned()),
+        msg_id: Some(msg.offset_msg_id()),
+        broker_name: Some(broker_name),
+        topic: Some(msg.topic.clone()),
+        topic_sys_flag: None,
+        group_sys_flag: None,
+    };
+    let request = remoting::RemotingCommand::request_with(
+        remoting::RequestCode::ConsumeMessageDirectly,
+        &header,
+    );
+    let response = client
+        .call_with_timeout(&addr, request, client.timeout() * 4)
+        .await?;
+    crate::client::parse_body(&response, &addr)
+}
+
+/// Messages of `topic` stored between `begin` and `end` (ms), at most `max`, oldest first
+/// per queue: each queue's offset at `begin` (SEARCH_OFFSET_BY_TIMESTAMP), then pulls.
+///
+/// # Errors
+/// No route, or the brokers failing.
+pub async fn find_by_time(
+    client: &Client,
+    topic: &str,
+    begin: i64,
+    end: i64,
+    max: usize,
+) -> Result<Vec<StoredMessage>> {
+    let route = client.fetch_route(topic).await?;
+    let mut found = Vec::new();
+    for q in &route.queue_datas {
+        let Some(addr) = route_addr(&route, &q.broker_name).map(str::to_owned) else {
+            continue;
+        };
+        for queue_id in 0..q.read_queue_nums {
+            let mut offset = client.search_offset(&addr, topic, queue_id, begin).await?;
+            'queue: while found.len() < max {
+                let result = tool_pull(
+                    client,
+                    &addr,
+                    TOOLS_CONSUMER_GROUP,
+                    topic,
+                    queue_id,
+                    offset,
+                    32,
+                )
+                .await?;
+                if result.status != PullStatus::Found {
+                    break;
+                }
+                let msgs = result.messages(&addr)?;
+                if msgs.is_empty() {
+                    break;
+                }
+                for m in msgs {
+                    offset = m.queue_offset + 1;
+                    if m.store_timestamp > end || found.len() >= max {
+                        break 'queue;
+                    }
+                    if m.store_timestamp >= begin {
+                        found.push(m);
+                    }
+                }
+            }
+        }
+    }
+    found.sort_by_key(|m| m.store_timestamp);
+    Ok(found)
 }
 
 /// The message at `offset` of queue `queue_id` of `topic` on `broker_name`

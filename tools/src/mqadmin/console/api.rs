@@ -15,7 +15,7 @@ use super::{ACTION_TIMEOUT, Shared};
 use crate::admin::select_addr;
 use crate::error::ToolsError;
 use crate::mqadmin::consumer::{examine_consume_stats, examine_consumer_connection};
-use crate::mqadmin::message::{find_by_id, find_by_offset, query_message};
+use crate::mqadmin::message::{find_by_id, find_by_offset, find_by_time, query_message};
 use crate::stored::StoredMessage;
 
 type S = State<Arc<Shared>>;
@@ -275,7 +275,8 @@ pub async fn group(State(st): S, Query(q): Query<GroupQuery>) -> Response {
     .into_response()
 }
 
-/// `?id=` (and `topic=`), `?topic=&key=`, or `?topic=&broker=&queue=&offset=`.
+/// `?id=` (and `topic=`), `?topic=&key=`, `?topic=&broker=&queue=&offset=`, or
+/// `?topic=&begin=&end=` (ms).
 #[derive(Debug, Deserialize)]
 pub struct MessageQuery {
     id: Option<String>,
@@ -284,7 +285,12 @@ pub struct MessageQuery {
     broker: Option<String>,
     queue: Option<i32>,
     offset: Option<i64>,
+    begin: Option<i64>,
+    end: Option<i64>,
 }
+
+/// Most messages a time range lists.
+const TIME_RANGE_MAX: usize = 64;
 
 fn message_json(m: &StoredMessage) -> Value {
     let properties: BTreeMap<String, String> = m
@@ -314,28 +320,38 @@ fn message_json(m: &StoredMessage) -> Value {
 }
 
 /// GET /api/message: one message by id (`queryMsgById`) or by offset
-/// (`queryMsgByOffset`), or the messages of a key (`queryMsgByKey`).
+/// (`queryMsgByOffset`), or the messages of a key (`queryMsgByKey`) or of a time range.
 pub async fn message(State(st): S, Query(q): Query<MessageQuery>) -> Response {
     let topic = q.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
-    let found: Result<Vec<StoredMessage>, ToolsError> =
-        if let Some(id) = q.id.as_deref().map(str::trim).filter(|s| !s.is_empty()) {
-            find_by_id(&st.client, id, topic).await.map(|m| vec![m])
-        } else if let (Some(t), Some(key)) = (topic, q.key.as_deref().map(str::trim)) {
-            query_message(&st.client, t, key, 64, 0, i64::MAX, false)
-                .await
-                .map(|v| v.into_iter().map(|(_, m)| m).collect())
-        } else if let (Some(t), Some(b), Some(queue), Some(offset)) =
-            (topic, q.broker.as_deref(), q.queue, q.offset)
-        {
-            find_by_offset(&st.client, t, b.trim(), queue, offset)
-                .await
-                .map(|m| vec![m])
-        } else {
-            return fail(
-                StatusCode::BAD_REQUEST,
-                "give id, topic and key, or topic, broker, queue and offset",
-            );
-        };
+    let found: Result<Vec<StoredMessage>, ToolsError> = if let Some(id) =
+        q.id.as_deref().map(str::trim).filter(|s| !s.is_empty())
+    {
+        find_by_id(&st.client, id, topic).await.map(|m| vec![m])
+    } else if let (Some(t), Some(key)) = (topic, q.key.as_deref().map(str::trim)) {
+        query_message(&st.client, t, key, 64, 0, i64::MAX, false)
+            .await
+            .map(|v| v.into_iter().map(|(_, m)| m).collect())
+    } else if let (Some(t), Some(b), Some(queue), Some(offset)) =
+        (topic, q.broker.as_deref(), q.queue, q.offset)
+    {
+        find_by_offset(&st.client, t, b.trim(), queue, offset)
+            .await
+            .map(|m| vec![m])
+    } else if let (Some(t), Some(begin)) = (topic, q.begin) {
+        find_by_time(
+            &st.client,
+            t,
+            begin,
+            q.end.unwrap_or(i64::MAX),
+            TIME_RANGE_MAX,
+        )
+        .await
+    } else {
+        return fail(
+            StatusCode::BAD_REQUEST,
+            "give id, topic and key, topic, broker, queue and offset, or topic and a time range",
+        );
+    };
     match found {
         Ok(list) => {
             let messages: Vec<Value> = list.iter().map(message_json).collect();
@@ -481,5 +497,35 @@ pub async fn reset_offset(State(st): S, Json(f): Json<ResetForm>) -> Response {
         "-s".to_owned(),
         f.timestamp.trim().to_owned(),
     ];
+    run_mqadmin(&st, args, &f.creds).await
+}
+
+/// The form of a resend to one consumer.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResendForm {
+    id: String,
+    topic: Option<String>,
+    group: String,
+    client_id: String,
+    #[serde(flatten)]
+    creds: Credentials,
+}
+
+/// POST /api/message/resend: `mqadmin queryMsgById -i ID -g GROUP -d CLIENT` (the message
+/// given to that consumer again).
+pub async fn resend(State(st): S, Json(f): Json<ResendForm>) -> Response {
+    let mut args = vec![
+        "queryMsgById".to_owned(),
+        "-i".to_owned(),
+        f.id.trim().to_owned(),
+        "-g".to_owned(),
+        f.group.trim().to_owned(),
+        "-d".to_owned(),
+        f.client_id.trim().to_owned(),
+    ];
+    if let Some(t) = f.topic.as_deref().map(str::trim).filter(|t| !t.is_empty()) {
+        args.extend(["-t".to_owned(), t.to_owned()]);
+    }
     run_mqadmin(&st, args, &f.creds).await
 }

@@ -256,7 +256,25 @@ function messageDetail(m) {
     ["Topic", m.topic], ["Message id", m.msgId], ["Offset message id", m.offsetMsgId], ["Tags", m.tags ?? ""], ["Keys", m.keys ?? ""],
     ["Queue", m.queueId], ["Queue offset", m.queueOffset], ["CommitLog offset", m.commitLogOffset], ["Born", time(m.bornTimestamp) + " from " + m.bornHost],
     ["Stored", time(m.storeTimestamp) + " on " + m.storeHost], ["Reconsume times", m.reconsumeTimes], ["Body bytes", m.bodyLength],
-  ]) + "<h2>Body</h2>" + `<pre id="msg-body">${esc(m.body)}</pre>` + "<h2>Properties</h2>" + table("msg-properties", [{ label: "Key", get: p => p.k }, { label: "Value", get: p => p.v }], props);
+  ]) + "<h2>Body</h2>" + `<pre id="msg-body">${esc(m.body)}</pre>` + "<h2>Properties</h2>" + table("msg-properties", [{ label: "Key", get: p => p.k }, { label: "Value", get: p => p.v }], props) +
+    `<h2>Resend to a consumer</h2><form id="resend"><input type="hidden" name="id" value="${esc(m.msgId)}"><input type="hidden" name="topic" value="${esc(m.topic)}">` +
+    `<label>Consumer group<input name="group" required></label><button type="button" id="load-clients">Load its clients</button>` +
+    `<label>Client<select name="clientId" required></select></label>${credFields}<button>Resend</button></form><div id="resend-result"></div>`;
+}
+
+// The resend form of a message shown: the group's online clients to pick from.
+function wireResend() {
+  const form = document.getElementById("resend");
+  if (!form) return;
+  document.getElementById("load-clients").onclick = async () => {
+    const select = form.querySelector("select[name=clientId]");
+    try {
+      const d = await api("/api/group?group=" + encodeURIComponent(form.querySelector("input[name=group]").value));
+      select.innerHTML = d.clients.map(c => `<option>${esc(c.clientId)}</option>`).join("");
+      if (!d.clients.length) document.getElementById("resend-result").innerHTML = fail(new Error(d.connectionError || "no client online"));
+    } catch (e) { document.getElementById("resend-result").innerHTML = fail(e); }
+  };
+  form.onsubmit = async ev => { ev.preventDefault(); await act("/api/message/resend", formData(ev.target), document.getElementById("resend-result")); };
 }
 
 async function messagesView() {
@@ -264,13 +282,14 @@ async function messagesView() {
     `<form id="by-id"><label>Message id<input name="id" size="36" required></label><label>Topic (for a producer's id)<input name="topic"></label><button>Find by id</button></form>` +
     `<form id="by-key"><label>Topic<input name="topic" required></label><label>Key<input name="key" required></label><button>Find by key</button></form>` +
     `<form id="by-offset"><label>Topic<input name="topic" required></label><label>Broker<input name="broker" required></label><label>Queue<input name="queue" type="number" value="0"></label><label>Offset<input name="offset" type="number" value="0"></label><button>Find by offset</button></form>` +
+    `<form id="by-time"><label>Topic<input name="topic" required></label><label>From<input name="from" type="datetime-local" step="1" required></label><label>To<input name="to" type="datetime-local" step="1"></label><button>Find by time</button></form>` +
     `<div id="message-result"></div>`;
   const out = document.getElementById("message-result");
   const find = async params => {
     out.innerHTML = "<p class=muted>searching…</p>";
     try {
       const d = await api("/api/message?" + new URLSearchParams(params));
-      if (d.messages.length === 1) { out.innerHTML = messageDetail(d.messages[0]); return; }
+      if (d.messages.length === 1 && !params.begin) { out.innerHTML = messageDetail(d.messages[0]); wireResend(); return; }
       out.innerHTML = `<h2>${d.messages.length} messages</h2>` + table("messages", [
         { label: "Message id", html: m => `<a href="#" data-id="${esc(m.msgId)}" data-topic="${esc(m.topic)}">${esc(m.msgId)}</a>` },
         { label: "Queue", num: true, get: m => m.queueId }, { label: "Offset", num: true, get: m => m.queueOffset }, { label: "Stored", get: m => time(m.storeTimestamp) },
@@ -281,6 +300,13 @@ async function messagesView() {
   for (const id of ["by-id", "by-key", "by-offset"]) {
     document.getElementById(id).onsubmit = ev => { ev.preventDefault(); find(formData(ev.target)); };
   }
+  document.getElementById("by-time").onsubmit = ev => {
+    ev.preventDefault();
+    const f = formData(ev.target);
+    const params = { topic: f.topic, begin: new Date(f.from).getTime() };
+    if (f.to) params.end = new Date(f.to).getTime();
+    find(params);
+  };
 }
 
 // ------------------------------------------------------------------ routing
