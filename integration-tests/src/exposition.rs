@@ -1,6 +1,6 @@
-//! A reader of the Prometheus / OpenMetrics text a metrics endpoint answers, and the
-//! scrape itself (a plain HTTP/1.1 GET on loopback), for the tests that check sluice's
-//! metrics against what they sent.
+//! A reader of the Prometheus / OpenMetrics text a metrics endpoint answers, and plain
+//! HTTP/1.1 on loopback (a scrape, the console's JSON), for the tests that check sluice's
+//! metrics and console.
 
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
@@ -146,14 +146,33 @@ fn parse_sample(line: &str) -> Result<Sample, String> {
 /// # Errors
 /// The connection or the response failed.
 pub fn http_get(addr: &str, path: &str) -> Result<(u16, String), String> {
-    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_secs(10)))
-        .map_err(|e| e.to_string())?;
-    write!(
-        s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/openmetrics-text\r\nConnection: close\r\n\r\n"
+    http_request(
+        addr,
+        &format!(
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: application/openmetrics-text\r\nConnection: close\r\n\r\n"
+        ),
     )
-    .map_err(|e| e.to_string())?;
+}
+
+/// POSTs the JSON `body` to `path` on `addr` and returns the status code and body.
+///
+/// # Errors
+/// The connection or the response failed.
+pub fn http_post_json(addr: &str, path: &str, body: &str) -> Result<(u16, String), String> {
+    http_request(
+        addr,
+        &format!(
+            "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+fn http_request(addr: &str, request: &str) -> Result<(u16, String), String> {
+    let mut s = TcpStream::connect(addr).map_err(|e| format!("connect {addr}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(60)))
+        .map_err(|e| e.to_string())?;
+    s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
     let mut raw = Vec::new();
     s.read_to_end(&mut raw).map_err(|e| e.to_string())?;
     let text = String::from_utf8_lossy(&raw).into_owned();

@@ -278,3 +278,80 @@ fn console_pages_show_what_mqadmin_shows() {
         );
     }
 }
+
+/// With authentication on (ACL 2.0), the console reads with the credentials it was started
+/// with, and a changing action runs only with the operator's own: none or a wrong secret and
+/// the broker refuses it (the console says so and nothing changes), the right ones and it
+/// is done.
+#[test]
+fn console_actions_need_credentials_when_the_cluster_checks() {
+    use integration_tests::acl::{ROOT, acl_2_settings};
+    use integration_tests::exposition::{http_get, http_post_json};
+    use integration_tests::harness::{BrokerProcess, NamesrvProcess};
+
+    let ns = NamesrvProcess::start();
+    let settings = acl_2_settings();
+    let refs: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let _broker = BrokerProcess::start_with(&ns.addr(), &refs);
+    let mut port = ports::reserve();
+    port.release_listener();
+    let addr = port.addr();
+    let _console = ChildProcess::start(
+        ProcessSpec::program("mqadmin-console", binary("tools", "mqadmin"))
+            .args([
+                "console",
+                "-n",
+                &ns.addr(),
+                "--listen",
+                &addr.to_string(),
+                "--accessKey",
+                ROOT.0,
+                "--secretKey",
+                ROOT.1,
+            ])
+            .readiness(Readiness::Connect(addr)),
+        TestDir::new("console-auth"),
+        vec![port],
+    );
+    let console = addr.to_string();
+    let (status, body) = http_get(&console, "/api/cluster").unwrap();
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"role\":\"MASTER\""), "{body}");
+
+    let topic = unique_name("ConsoleAuth");
+    let create = |creds: &str| {
+        http_post_json(
+            &console,
+            "/api/topic/update",
+            &format!(r#"{{"topic":"{topic}","cluster":"DefaultCluster","readQueueNums":2,"writeQueueNums":2{creds}}}"#),
+        )
+        .unwrap()
+    };
+    for (what, creds) in [
+        ("no credentials", String::new()),
+        (
+            "a wrong secret",
+            format!(r#","accessKey":"{}","secretKey":"nope""#, ROOT.0),
+        ),
+    ] {
+        let (status, body) = create(&creds);
+        assert_ne!(status, 200, "{what}: {body}");
+        assert!(body.contains("\"ok\":false"), "{what}: {body}");
+        let (status, body) = http_get(&console, &format!("/api/topic?topic={topic}")).unwrap();
+        assert_eq!(status, 404, "{what}: the topic was created: {body}");
+    }
+    let (status, body) = create(&format!(
+        r#","accessKey":"{}","secretKey":"{}""#,
+        ROOT.0, ROOT.1
+    ));
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains("\"ok\":true"), "{body}");
+    // Read back through the console (the broker answers signed requests only).
+    assert!(
+        wait_until(Duration::from_secs(10), || {
+            http_get(&console, &format!("/api/topic?topic={topic}"))
+                .is_ok_and(|(s, b)| s == 200 && b.matches("\"queueId\"").count() == 2)
+        }),
+        "the topic was not created with the right credentials"
+    );
+}
