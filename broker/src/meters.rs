@@ -107,6 +107,19 @@ const HA_ACK_LATENCY: Def = Def::histogram(
     "From a put to its slave's acknowledgement (SYNC_MASTER)",
 )
 .unit("microseconds");
+const REVIVE_IN: Def = Def::counter(
+    "rocketmq_pop_revive_in_message_total",
+    "Total number of put message to revive topic",
+);
+const REVIVE_OUT: Def = Def::counter(
+    "rocketmq_pop_revive_out_message_total",
+    "Total number of get message from revive topic",
+);
+const REVIVE_RETRY: Def = Def::counter(
+    "rocketmq_pop_revive_retry_messages_total",
+    "Total number of put message to pop retry topic",
+);
+
 // ------------------------------------------------------------------ meters
 
 /// Incoming meters of one topic and message type.
@@ -138,6 +151,41 @@ struct OutMeters {
     bytes: [Counter; 2],
 }
 
+/// Puts of one (group, topic): `PUT_OK` ones by kind (checkpoint, ack), failed ones by
+/// kind and status.
+#[derive(Debug, Default)]
+struct PutCounts {
+    ok: [Counter; 2],
+    failed: parking_lot::Mutex<std::collections::BTreeMap<(usize, &'static str), u64>>,
+}
+
+impl PutCounts {
+    fn record(&self, kind: usize, status: store::PutMessageStatus) {
+        if status.is_ok() {
+            self.ok[kind].inc();
+        } else {
+            *self
+                .failed
+                .lock()
+                .entry((kind, status.rocketmq().as_str()))
+                .or_default() += 1;
+        }
+    }
+
+    /// (kind, put_status, count) of every non-zero figure.
+    fn figures(&self) -> Vec<(usize, &'static str, u64)> {
+        let mut all: Vec<(usize, &'static str, u64)> = (0..2)
+            .map(|k| (k, "PUT_OK", self.ok[k].get()))
+            .filter(|(_, _, n)| *n > 0)
+            .collect();
+        all.extend(self.failed.lock().iter().map(|((k, s), n)| (*k, *s, *n)));
+        all
+    }
+}
+
+/// A revive record's kind, as `revive_message_type` labels it.
+const REVIVE_KINDS: [&str; 2] = ["CK", "ACK"];
+
 /// The broker's meters.
 #[derive(Debug)]
 pub struct BrokerMetrics {
@@ -155,6 +203,12 @@ pub struct BrokerMetrics {
     rpc: Arc<RpcLatency>,
     /// From a put to its slave's ack, on a SYNC_MASTER (µs).
     ha_ack_us: Arc<Histogram>,
+    /// Checkpoints and acks written to the revive log, by (group, topic).
+    revive_in: PairFamily<PutCounts>,
+    /// Revive records read back, by (group, topic): (queue, kind) → count.
+    revive_out: PairFamily<parking_lot::Mutex<std::collections::BTreeMap<(i32, usize), u64>>>,
+    /// Un-acked messages put to the POP retry topic, by (group, topic).
+    revive_retry: PairFamily<PutCounts>,
 }
 
 /// Times one put until its slave acknowledges it.
@@ -195,6 +249,9 @@ impl BrokerMetrics {
             ],
             rpc: Arc::new(RpcLatency::default()),
             ha_ack_us: Arc::new(Histogram::new(::metrics::meter::LATENCY_US)),
+            revive_in: PairFamily::new(PutCounts::default),
+            revive_out: PairFamily::new(Default::default),
+            revive_retry: PairFamily::new(PutCounts::default),
         }
     }
 }
@@ -312,6 +369,32 @@ impl BrokerMetrics {
     pub fn rpc_observer(&self) -> Option<Arc<dyn RpcObserver>> {
         self.on()
             .then(|| Arc::clone(&self.rpc) as Arc<dyn RpcObserver>)
+    }
+
+    /// A checkpoint (`ck`) or an ack of `group` on `topic` was put to the revive log.
+    pub fn revive_put(&self, group: &str, topic: &str, ck: bool, status: store::PutMessageStatus) {
+        if self.on() {
+            self.revive_in
+                .with(group, topic, |c| c.record(usize::from(!ck), status));
+        }
+    }
+
+    /// A checkpoint (`ck`) or an ack of `group` on `topic` was read back from revive queue
+    /// `queue_id`.
+    pub fn revive_read(&self, group: &str, topic: &str, queue_id: i32, ck: bool) {
+        if self.on() {
+            self.revive_out.with(group, topic, |m| {
+                *m.lock().entry((queue_id, usize::from(!ck))).or_default() += 1;
+            });
+        }
+    }
+
+    /// An un-acked message of `group` on `topic` was put to the POP retry topic.
+    pub fn revive_retry(&self, group: &str, topic: &str, status: store::PutMessageStatus) {
+        if self.on() {
+            self.revive_retry
+                .with(group, topic, |c| c.record(0, status));
+        }
     }
 
     /// A clock for a put waiting for its slave (`None` while off).
@@ -490,10 +573,105 @@ impl BrokerMetrics {
                 .collect();
             s.histogram(def, &series)?;
         }
+        let mut series: Series<'_, u64> = Vec::new();
+        for (group, topic, c) in m.revive_in.entries() {
+            for (kind, status, n) in c.figures() {
+                series.push((
+                    vec![
+                        ("consumer_group", Cow::Owned(group.to_string())),
+                        ("topic", Cow::Owned(topic.to_string())),
+                        ("revive_message_type", Cow::Borrowed(REVIVE_KINDS[kind])),
+                        ("put_status", Cow::Borrowed(status)),
+                    ],
+                    n,
+                ));
+            }
+        }
+        s.counter(&REVIVE_IN, &series)?;
+        let mut series: Series<'_, u64> = Vec::new();
+        for (group, topic, by) in m.revive_out.entries() {
+            for ((queue_id, kind), n) in by.lock().iter() {
+                series.push((
+                    vec![
+                        ("consumer_group", Cow::Owned(group.to_string())),
+                        ("topic", Cow::Owned(topic.to_string())),
+                        ("queue_id", Cow::Owned(queue_id.to_string())),
+                        ("revive_message_type", Cow::Borrowed(REVIVE_KINDS[*kind])),
+                    ],
+                    *n,
+                ));
+            }
+        }
+        s.counter(&REVIVE_OUT, &series)?;
+        let mut series: Series<'_, u64> = Vec::new();
+        for (group, topic, c) in m.revive_retry.entries() {
+            for (_, status, n) in c.figures() {
+                series.push((
+                    vec![
+                        ("consumer_group", Cow::Owned(group.to_string())),
+                        ("topic", Cow::Owned(topic.to_string())),
+                        ("put_status", Cow::Borrowed(status)),
+                    ],
+                    n,
+                ));
+            }
+        }
+        s.counter(&REVIVE_RETRY, &series)?;
         let snap = m.ha_ack_us.snapshot();
         if snap.count > 0 {
             s.histogram(&HA_ACK_LATENCY, &[(vec![], snap)])?;
         }
         m.rpc.collect(s)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Only(Arc<BrokerMetrics>);
+
+    impl ::metrics::exporter::Collect for Only {
+        fn collect(&self, s: &mut Scrape<'_>) -> fmt::Result {
+            self.0.collect(s)
+        }
+    }
+
+    fn scrape(m: &Arc<BrokerMetrics>) -> String {
+        let mut r = ::metrics::Registry::new(vec![]);
+        r.register(Only(Arc::clone(m)));
+        r.encode()
+    }
+
+    #[test]
+    fn off_records_nothing_on_records_events() {
+        let m = Arc::new(BrokerMetrics::new());
+        m.messages_in("T", MessageType::Normal, 2, 2048);
+        assert!(!scrape(&m).contains("rocketmq_messages_in_total"));
+        m.enable();
+        m.messages_in("T", MessageType::Fifo, 2, 2048);
+        m.messages_in("%RETRY%g", MessageType::Normal, 1, 10);
+        m.messages_out("g", "T", false, 3, 300);
+        m.revive_put("g", "T", true, store::PutMessageStatus::PutOk);
+        m.revive_put("g", "T", false, store::PutMessageStatus::PutOk);
+        m.revive_put("g", "T", false, store::PutMessageStatus::FlushDiskTimeout);
+        m.revive_read("g", "T", 3, false);
+        m.revive_retry("g", "T", store::PutMessageStatus::PutOk);
+        let text = scrape(&m);
+        for line in [
+            r#"rocketmq_messages_in_total{topic="T",is_system="false",message_type="fifo"} 2"#,
+            r#"rocketmq_messages_out_total{topic="T",consumer_group="g",is_retry="false",is_system="false"} 3"#,
+            r#"rocketmq_pop_revive_in_message_total{consumer_group="g",topic="T",revive_message_type="CK",put_status="PUT_OK"} 1"#,
+            r#"rocketmq_pop_revive_in_message_total{consumer_group="g",topic="T",revive_message_type="ACK",put_status="FLUSH_DISK_TIMEOUT"} 1"#,
+            r#"rocketmq_pop_revive_out_message_total{consumer_group="g",topic="T",queue_id="3",revive_message_type="ACK"} 1"#,
+            r#"rocketmq_pop_revive_retry_messages_total{consumer_group="g",topic="T",put_status="PUT_OK"} 1"#,
+        ] {
+            assert!(text.contains(line), "{line} not in:\n{text}");
+        }
+        assert!(
+            !text.contains("%RETRY%"),
+            "retry topics are not counted in:\n{text}"
+        );
     }
 }

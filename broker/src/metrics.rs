@@ -99,6 +99,14 @@ const TIMING_MESSAGES: Def = Def::gauge(
     "rocketmq_timing_messages",
     "Current message number in timing",
 );
+const TIMER_ENQUEUE_TOTAL: Def = Def::counter(
+    "rocketmq_timer_enqueue_total",
+    "Total number of timer enqueue",
+);
+const TIMER_DEQUEUE_TOTAL: Def = Def::counter(
+    "rocketmq_timer_dequeue_total",
+    "Total number of timer dequeue",
+);
 const TIMER_SNAPSHOT: Def = Def::gauge(
     "rocketmq_timer_message_snapshot",
     "Timer message distribution snapshot, only count timing messages in 24h.",
@@ -450,6 +458,16 @@ fn timer(role: &Role, s: &mut Scrape<'_>) -> fmt::Result {
         .map(|(topic, m)| (vec![("topic", Cow::Owned(topic))], m.count))
         .collect();
     s.gauge(&TIMING_MESSAGES, &timing)?;
+    let passes = timer.metrics().passes();
+    let pick = |f: fn(&(Box<str>, u64, u64)) -> u64| -> Series<'_, u64> {
+        passes
+            .iter()
+            .filter(|p| f(p) > 0)
+            .map(|p| (vec![("topic", Cow::Owned(p.0.to_string()))], f(p)))
+            .collect()
+    };
+    s.counter(&TIMER_ENQUEUE_TOTAL, &pick(|p| p.1))?;
+    s.counter(&TIMER_DEQUEUE_TOTAL, &pick(|p| p.2))?;
     let snapshot: Series<'_, i64> = TIMER_BOUNDS_S
         .iter()
         .zip(g.distribution)

@@ -12,7 +12,8 @@
 //!   (`cluster`, `node_type`, `node_id`, and `metricsLabel`'s) on every sample, and the name
 //!   server's view (two live brokers, their registrations timed); timers pending an hour
 //!   (`rocketmq_timing_messages`, `rocketmq_timer_message_snapshot`), the revive queues'
-//!   gauges, the topic creations timed.
+//!   gauges, the topic creations timed; a POP consumer's checkpoints and acks counted into the
+//!   revive log (`rocketmq_pop_revive_in_message_total`) and its messages counted out.
 //!
 //! A broker refusing an exporter it cannot serve is in `startup_failures.rs`.
 
@@ -79,6 +80,9 @@ fn pair_exports_what_it_served() {
     a_settings.push(("metricsLabel", "env:it,team:sluice".to_owned()));
     a_settings.push(("transactionCheckInterval", "2000".to_owned()));
     a_settings.push(("transactionTimeOut", "2000".to_owned()));
+    // Checkpoints and acks written to the revive log, not merged in memory (RocketMQ's
+    // default), so that the revive counters see them.
+    a_settings.push(("enablePopBufferMerge", "false".to_owned()));
     let a = BrokerProcess::start_master("a", &ns.addr(), "SYNC_MASTER", &as_refs(&a_settings));
     let topic = unique_name("Metrics");
     let tx_topic = unique_name("MetricsTx");
@@ -349,6 +353,13 @@ fn pair_exports_what_it_served() {
         "{:#?}",
         e.find("rocketmq_timer_message_snapshot", &[])
     );
+    assert_eq!(
+        e.sum(
+            "rocketmq_timer_enqueue_total",
+            &[("topic", timer_topic.as_str())]
+        ),
+        Some(3.0)
+    );
     assert!(e.sum("rocketmq_timer_enqueue_lag", &[]).is_some());
     assert!(
         e.sum("rocketmq_timer_dequeue_latency_milliseconds", &[])
@@ -364,6 +375,93 @@ fn pair_exports_what_it_served() {
         )
         .unwrap()
             >= 4.0
+    );
+
+    // POP: a 5.x push consumer popping (the group set to POP with Apache's mqadmin); each pop
+    // writes a checkpoint, each consumed message an ack, to the revive log.
+    let pop_topic = unique_name("MetricsPop");
+    let pop_group = unique_name("metrics_pop");
+    a.create_topic(&pop_topic, 4);
+    let v5 = JavaTools::get(V5);
+    let commands: Vec<Vec<String>> = [
+        vec!["updateSubGroup", "-c", "DefaultCluster", "-g", &pop_group],
+        vec![
+            "setConsumeMode",
+            "-c",
+            "DefaultCluster",
+            "-t",
+            &pop_topic,
+            "-g",
+            &pop_group,
+            "-m",
+            "POP",
+            "-q",
+            "0",
+        ],
+    ]
+    .iter()
+    .map(|c| c.iter().map(ToString::to_string).collect())
+    .collect();
+    for run in v5.mqadmin_batch(&ns.addr(), &commands, Duration::from_secs(30)) {
+        assert!(run.ok(), "{run}");
+    }
+    let out = v5.run(
+        "sluice.it.PopConsume",
+        &[
+            "--namesrv",
+            &ns.addr(),
+            "--topic",
+            &pop_topic,
+            "--group",
+            &pop_group,
+            "--count",
+            "10",
+            "--send-after-ms",
+            "1000",
+            "--linger-ms",
+            "3000",
+            "--wait-ms",
+            "40000",
+        ],
+        Duration::from_secs(90),
+    );
+    out.assert_ok();
+    let pop = [
+        ("consumer_group", pop_group.as_str()),
+        ("topic", pop_topic.as_str()),
+    ];
+    let e = scrape_until(
+        &a_m,
+        "the pops' checkpoints and acks in the revive log",
+        |e| {
+            e.sum(
+                "rocketmq_pop_revive_in_message_total",
+                &[
+                    pop[0],
+                    pop[1],
+                    ("revive_message_type", "ACK"),
+                    ("put_status", "PUT_OK"),
+                ],
+            )
+            // Acks of one pop may share a record (merged before the write).
+            .is_some_and(|n| n >= 1.0)
+        },
+    );
+    assert!(
+        e.sum(
+            "rocketmq_pop_revive_in_message_total",
+            &[pop[0], pop[1], ("revive_message_type", "CK")]
+        )
+        .is_some_and(|n| n >= 1.0),
+        "{:#?}",
+        e.find("rocketmq_pop_revive_in_message_total", &[])
+    );
+    assert_eq!(
+        e.sum(
+            "rocketmq_messages_out_total",
+            &[pop[0], pop[1], ("is_retry", "false")]
+        ),
+        Some(10.0)
     );
 
     // The name server: both brokers live, their registrations timed.

@@ -212,7 +212,7 @@ fn scan(pop: &PopService, topic: &str, q: &mut QueueRevive) {
         let n = r.messages.len();
         for (bytes, offset) in r.messages.iter().zip(&r.queue_offsets) {
             let offset = crate::processor::as_i64(*offset);
-            read_record(bytes, offset, &this_broker, q);
+            read_record(broker, bytes, offset, &this_broker, q);
         }
         q.next = crate::processor::as_i64(r.next_begin_offset);
         if n < READ_BATCH {
@@ -221,7 +221,13 @@ fn scan(pop: &PopService, topic: &str, q: &mut QueueRevive) {
     }
 }
 
-fn read_record(bytes: &[u8], offset: i64, this_broker: &str, q: &mut QueueRevive) {
+fn read_record(
+    broker: &crate::broker::Broker,
+    bytes: &[u8],
+    offset: i64,
+    this_broker: &str,
+    q: &mut QueueRevive,
+) {
     let Ok(Some(Record::Message(m))) = record::decode(bytes) else {
         return;
     };
@@ -234,6 +240,9 @@ fn read_record(bytes: &[u8], offset: i64, this_broker: &str, q: &mut QueueRevive
                 return;
             };
             ck.revive_offset = offset;
+            broker
+                .metrics
+                .revive_read(&ck.group, &ck.topic, q.queue_id, true);
             let key = ck.merge_key();
             if let std::collections::hash_map::Entry::Vacant(e) = q.by_key.entry(key) {
                 e.insert(offset);
@@ -245,6 +254,9 @@ fn read_record(bytes: &[u8], offset: i64, this_broker: &str, q: &mut QueueRevive
                 log_limit::limited!(warn!(offset, "unreadable pop ack in the revive log"));
                 return;
             };
+            broker
+                .metrics
+                .revive_read(&ack.group, &ack.topic, q.queue_id, false);
             let Some(ck_offset) = q.by_key.get(&ack.merge_key(this_broker)).copied() else {
                 // Its checkpoint was settled already (or lies before the revive offset).
                 return;
@@ -391,6 +403,7 @@ fn revive_checkpoint(pop: &PopService, ck: &CheckPoint) -> Result<usize, ReviveE
         let result = broker.store.put_message(&msg);
         broker.stats.record_put(&msg.topic, &result);
         let status = broker.durable(&result).wait_blocking();
+        broker.metrics.revive_retry(&ck.group, &ck.topic, status);
         if !status.is_ok() {
             return Err(ReviveError::Put(status.rocketmq().as_str()));
         }

@@ -60,7 +60,7 @@ pub fn put_checkpoint(
         ck.pop_time,
         ck.broker_name.as_deref().unwrap_or("null")
     );
-    put(
+    let written = put(
         broker,
         timer,
         revive_qid,
@@ -68,7 +68,20 @@ pub fn put_checkpoint(
         ck.to_json(),
         ck.revive_time() - CK_AHEAD_MS,
         &uniq,
-    )
+    );
+    broker
+        .metrics
+        .revive_put(&ck.group, &ck.topic, true, put_status(&written));
+    written
+}
+
+/// The store's answer to a revive-log put, for its metrics.
+fn put_status(written: &Result<Written, ReviveLogError>) -> PutMessageStatus {
+    match written {
+        Ok(_) => PutMessageStatus::PutOk,
+        Err(ReviveLogError::Put(status)) => *status,
+        Err(_) => PutMessageStatus::ServiceNotAvailable,
+    }
 }
 
 /// Appends `ack` (one offset, or a batch with `aol`) to revive queue `revive_qid`, to be
@@ -99,7 +112,7 @@ pub fn put_ack(
     } else {
         ACK_TAG
     };
-    put(
+    let written = put(
         broker,
         timer,
         revive_qid,
@@ -107,7 +120,11 @@ pub fn put_ack(
         ack.to_json(),
         deliver_ms,
         &uniq,
-    )
+    );
+    broker
+        .metrics
+        .revive_put(&ack.group, &ack.topic, false, put_status(&written));
+    written
 }
 
 fn put(

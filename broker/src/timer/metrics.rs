@@ -44,6 +44,10 @@ pub struct TimerMetrics {
     path: PathBuf,
     table: Mutex<TimerMetricsWrapper>,
     dirty: AtomicBool,
+    /// Timers taken into the wheel and delivered since start, per real topic
+    /// (`rocketmq_timer_enqueue_total`, `rocketmq_timer_dequeue_total`; a rolled timer
+    /// counts at each pass).
+    passes: ::metrics::family::Family<Box<str>, [::metrics::Counter; 2]>,
 }
 
 impl TimerMetrics {
@@ -58,6 +62,7 @@ impl TimerMetrics {
             path,
             table: Mutex::new(table),
             dirty: AtomicBool::new(false),
+            passes: ::metrics::family::Family::new(Default::default),
         })
     }
 
@@ -69,6 +74,26 @@ impl TimerMetrics {
         m.time_stamp = now_ms;
         t.data_version.next_version(now_ms);
         self.dirty.store(true, Ordering::Release);
+    }
+
+    /// A timer of `topic` was taken into the wheel.
+    pub fn count_enqueue(&self, topic: &str) {
+        self.passes.with(topic, |c| c[0].inc());
+    }
+
+    /// A timer of `topic` was delivered.
+    pub fn count_dequeue(&self, topic: &str) {
+        self.passes.with(topic, |c| c[1].inc());
+    }
+
+    /// (topic, enqueued, delivered) since start.
+    #[must_use]
+    pub fn passes(&self) -> Vec<(Box<str>, u64, u64)> {
+        self.passes
+            .entries()
+            .into_iter()
+            .map(|(t, c)| (t, c[0].get(), c[1].get()))
+            .collect()
     }
 
     /// The table as GET_TIMER_METRICS answers it.

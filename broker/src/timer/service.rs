@@ -684,6 +684,9 @@ impl TimerService {
                 if let Some(topic) = &r.real_topic {
                     let delta = if r.recall_key.is_some() { -1 } else { 1 };
                     self.metrics.add(topic, delta, now);
+                    if delta > 0 {
+                        self.metrics.count_enqueue(topic);
+                    }
                 }
             }
             st.queue_offset += 1;
@@ -895,6 +898,7 @@ impl TimerService {
             Some(append) => {
                 debug!(topic = %msg.topic, roll, "timer message delivered");
                 self.metrics.add(real.topic, -1, crate::clock::now_ms());
+                self.metrics.count_dequeue(real.topic);
                 Delivery::Put(append.end_offset())
             }
             None => {
