@@ -282,7 +282,10 @@ impl BrokerMetrics {
         if !self.on() || messages == 0 || is_retry_or_dlq(topic) {
             return;
         }
-        self.messages_in.with(topic, |t| {
+        thread_local! {
+            static LAST: ::metrics::family::LastHit<Box<str>, TopicIn> = const { std::cell::RefCell::new(None) };
+        }
+        self.messages_in.with_last(&LAST, topic, |t| {
             let m = &t.0[kind as usize];
             m.messages.add(messages);
             m.bytes.add(bytes);

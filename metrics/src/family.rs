@@ -3,9 +3,12 @@
 //! the first sight of a new key takes the write lock.
 
 use std::borrow::Borrow;
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::Hash;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::thread::LocalKey;
 
 use foldhash::fast::RandomState;
 use parking_lot::RwLock;
@@ -13,18 +16,56 @@ use parking_lot::RwLock;
 /// Meters of type `M`, one per key `K`.
 #[derive(Debug)]
 pub struct Family<K, M> {
+    id: u64,
     map: RwLock<HashMap<K, Arc<M>, RandomState>>,
     make: fn() -> M,
 }
+
+/// Tells families apart in a thread's [`LastHit`] (ids are never reused).
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// A thread's last lookup in a family: (family id, key, meter). A hot path that keeps
+/// hitting the same key (one topic, one request code) then skips the lock and the hash.
+pub type LastHit<K, M> = RefCell<Option<(u64, K, Arc<M>)>>;
 
 impl<K: Hash + Eq, M> Family<K, M> {
     /// An empty family whose meters `make` creates.
     #[must_use]
     pub fn new(make: fn() -> M) -> Self {
         Family {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             map: RwLock::new(HashMap::default()),
             make,
         }
+    }
+
+    /// [`Self::with`] through the thread's `last` hit: no lock and no hash when the key is
+    /// the one this thread asked for last. (A key [`removed`](Self::remove) may still be
+    /// counted into its old meter by a thread whose last hit it was.)
+    #[inline]
+    pub fn with_last<Q, R>(
+        &self,
+        last: &'static LocalKey<LastHit<K, M>>,
+        key: &Q,
+        f: impl FnOnce(&M) -> R,
+    ) -> R
+    where
+        K: Borrow<Q> + for<'q> From<&'q Q>,
+        Q: Hash + Eq + ?Sized,
+    {
+        last.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            if let Some((id, k, m)) = &*cell
+                && *id == self.id
+                && k.borrow() == key
+            {
+                return f(m);
+            }
+            let m = self.get(key);
+            let r = f(&m);
+            *cell = Some((self.id, K::from(key), m));
+            r
+        })
     }
 
     /// Runs `f` on the meter of `key`, creating it first if needed.
@@ -168,6 +209,23 @@ mod tests {
         assert_eq!(got, vec![("a".into(), 3), ("b".into(), 1)]);
         f.remove("a");
         assert_eq!(f.entries().len(), 1);
+    }
+
+    thread_local! {
+        static LAST: LastHit<Box<str>, Counter> = const { RefCell::new(None) };
+    }
+
+    #[test]
+    fn last_hits_stay_with_their_family_and_key() {
+        let a: Family<Box<str>, Counter> = Family::new(Counter::default);
+        let b: Family<Box<str>, Counter> = Family::new(Counter::default);
+        a.with_last(&LAST, "x", |c| c.inc());
+        a.with_last(&LAST, "x", |c| c.inc());
+        b.with_last(&LAST, "x", |c| c.inc());
+        a.with_last(&LAST, "y", |c| c.inc());
+        a.with("x", |c| c.inc());
+        let count = |f: &Family<Box<str>, Counter>, k: &str| f.with(k, |c| c.get());
+        assert_eq!((count(&a, "x"), count(&a, "y"), count(&b, "x")), (3, 1, 1));
     }
 
     #[test]

@@ -64,8 +64,11 @@ impl RpcObserver for RpcLatency {
             long_polling: outcome.long_polling,
             result: outcome.result,
         };
+        thread_local! {
+            static LAST: metrics::family::LastHit<Key, Histogram> = const { std::cell::RefCell::new(None) };
+        }
         let ms = u64::try_from(outcome.elapsed.as_millis()).unwrap_or(u64::MAX);
-        self.by_key.with(&key, |h| h.observe(ms));
+        self.by_key.with_last(&LAST, &key, |h| h.observe(ms));
     }
 }
 
