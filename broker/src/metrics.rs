@@ -107,6 +107,11 @@ const TIMER_DEQUEUE_TOTAL: Def = Def::counter(
     "rocketmq_timer_dequeue_total",
     "Total number of timer dequeue",
 );
+const DELAY_LATENCY: Def = Def::histogram(
+    "rocketmq_delay_message_latency",
+    "Timer message set latency distribution",
+)
+.unit("seconds");
 const TIMER_SNAPSHOT: Def = Def::gauge(
     "rocketmq_timer_message_snapshot",
     "Timer message distribution snapshot, only count timing messages in 24h.",
@@ -468,6 +473,13 @@ fn timer(role: &Role, s: &mut Scrape<'_>) -> fmt::Result {
     };
     s.counter(&TIMER_ENQUEUE_TOTAL, &pick(|p| p.1))?;
     s.counter(&TIMER_DEQUEUE_TOTAL, &pick(|p| p.2))?;
+    let delays: Series<'_, _> = timer
+        .metrics()
+        .delays()
+        .into_iter()
+        .map(|(t, h)| (vec![("topic", Cow::Owned(t.to_string()))], h))
+        .collect();
+    s.histogram(&DELAY_LATENCY, &delays)?;
     let snapshot: Series<'_, i64> = TIMER_BOUNDS_S
         .iter()
         .zip(g.distribution)

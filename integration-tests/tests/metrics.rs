@@ -360,6 +360,18 @@ fn pair_exports_what_it_served() {
         ),
         Some(3.0)
     );
+    let delay_1h = [("topic", timer_topic.as_str()), ("le", "3600.0")];
+    assert_eq!(
+        e.sum("rocketmq_delay_message_latency_seconds_bucket", &delay_1h),
+        Some(3.0)
+    );
+    assert_eq!(
+        e.sum(
+            "rocketmq_delay_message_latency_seconds_bucket",
+            &[("topic", timer_topic.as_str()), ("le", "600.0")]
+        ),
+        Some(0.0)
+    );
     assert!(e.sum("rocketmq_timer_enqueue_lag", &[]).is_some());
     assert!(
         e.sum("rocketmq_timer_dequeue_latency_milliseconds", &[])

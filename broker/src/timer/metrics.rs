@@ -48,6 +48,8 @@ pub struct TimerMetrics {
     /// (`rocketmq_timer_enqueue_total`, `rocketmq_timer_dequeue_total`; a rolled timer
     /// counts at each pass).
     passes: ::metrics::family::Family<Box<str>, [::metrics::Counter; 2]>,
+    /// From send to due time, seconds, per real topic (`rocketmq_delay_message_latency`).
+    delays: ::metrics::family::Family<Box<str>, ::metrics::Histogram>,
 }
 
 impl TimerMetrics {
@@ -63,6 +65,9 @@ impl TimerMetrics {
             table: Mutex::new(table),
             dirty: AtomicBool::new(false),
             passes: ::metrics::family::Family::new(Default::default),
+            delays: ::metrics::family::Family::new(|| {
+                ::metrics::Histogram::new(::metrics::meter::DELAY_LATENCY_S)
+            }),
         })
     }
 
@@ -76,9 +81,21 @@ impl TimerMetrics {
         self.dirty.store(true, Ordering::Release);
     }
 
-    /// A timer of `topic` was taken into the wheel.
-    pub fn count_enqueue(&self, topic: &str) {
+    /// A timer of `topic`, due `delay_ms` after it was sent, was taken into the wheel.
+    pub fn count_enqueue(&self, topic: &str, delay_ms: i64) {
         self.passes.with(topic, |c| c[0].inc());
+        let secs = u64::try_from(delay_ms / 1000).unwrap_or(0);
+        self.delays.with(topic, |h| h.observe(secs));
+    }
+
+    /// Per topic, the delays (seconds) of the timers taken in since start.
+    #[must_use]
+    pub fn delays(&self) -> Vec<(Box<str>, ::metrics::meter::HistogramSnapshot)> {
+        self.delays
+            .entries()
+            .into_iter()
+            .map(|(t, h)| (t, h.snapshot()))
+            .collect()
     }
 
     /// A timer of `topic` was delivered.

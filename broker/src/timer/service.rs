@@ -156,6 +156,8 @@ impl From<&TimerLogUnit> for Unit {
 /// A parked message read for enqueue.
 struct Request {
     real_topic: Option<String>,
+    /// When the producer sent it (the delay's start, for `rocketmq_delay_message_latency`).
+    born_ms: i64,
     commit_log_offset: u64,
     size: u32,
     out_ms: i64,
@@ -685,7 +687,7 @@ impl TimerService {
                     let delta = if r.recall_key.is_some() { -1 } else { 1 };
                     self.metrics.add(topic, delta, now);
                     if delta > 0 {
-                        self.metrics.count_enqueue(topic);
+                        self.metrics.count_enqueue(topic, r.out_ms - r.born_ms);
                     }
                 }
             }
@@ -719,6 +721,7 @@ impl TimerService {
         };
         Some(Request {
             real_topic: real.map(str::to_owned),
+            born_ms: m.born_timestamp,
             commit_log_offset: offset,
             size,
             out_ms,
