@@ -16,12 +16,10 @@ use std::time::Duration;
 
 use ::metrics::family::{Family, PairFamily};
 use ::metrics::meter::{CREATE_TIME_MS, Counter, FINISH_LATENCY_S, Histogram, MESSAGE_SIZE_BYTES};
-use ::metrics::scrape::{Def, Labels, Scrape, flag};
+use ::metrics::scrape::{Def, Labels, Scrape, Series, flag};
 use remoting::protocol::constants::system;
 use remoting::rpc_metrics::RpcLatency;
 use remoting::server::{RpcObserver, RpcOutcome, RpcResult};
-
-type Series<'a, V> = Vec<(Labels<'a>, V)>;
 
 /// The kind of a message sent, as `message_type` labels it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -442,19 +440,18 @@ pub(crate) fn is_retry_or_dlq(topic: &str) -> bool {
         || topic.starts_with(system::DLQ_GROUP_TOPIC_PREFIX)
 }
 
-pub(crate) fn is_system_topic(topic: &str) -> bool {
-    system::is_system_topic(topic)
-}
-
 pub(crate) fn is_system_group(group: &str) -> bool {
-    crate::subscription_group::is_system_group(group)
-        || group.to_ascii_lowercase().starts_with("cid_rmq_sys_")
+    // RocketMQ's metrics also take its prefix in any case (`BrokerMetricsManager.isSystemGroup`).
+    system::is_system_group(group)
+        || group
+            .get(..12)
+            .is_some_and(|p| p.eq_ignore_ascii_case("cid_rmq_sys_"))
 }
 
 fn topic_labels(topic: &str) -> Labels<'static> {
     vec![
         ("topic", Cow::Owned(topic.to_owned())),
-        ("is_system", flag(is_system_topic(topic))),
+        ("is_system", flag(system::is_system_topic(topic))),
     ]
 }
 
@@ -500,7 +497,7 @@ impl BrokerMetrics {
                     ("is_retry", flag(retry)),
                     (
                         "is_system",
-                        flag(is_system_topic(&topic) || is_system_group(&group)),
+                        flag(system::is_system_topic(&topic) || is_system_group(&group)),
                     ),
                 ];
                 msgs.push((labels.clone(), n));

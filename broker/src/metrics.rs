@@ -11,15 +11,14 @@ use std::fmt;
 use std::sync::Arc;
 
 use ::metrics::exporter::{BoundEndpoint, Collect, Endpoint, Registry};
-use ::metrics::scrape::{Def, Labels, Scrape, flag};
+use ::metrics::scrape::{Def, Labels, Scrape, Series, flag};
 use ::metrics::{MetricsConfig, MetricsError};
 use remoting::protocol::heartbeat::ConsumeType;
 
 use crate::broker::Broker;
-use crate::meters::{is_retry_or_dlq, is_system_group, is_system_topic};
+use crate::meters::{is_retry_or_dlq, is_system_group};
 use crate::role::Role;
-
-type Series<'a, V> = Vec<(Labels<'a>, V)>;
+use remoting::protocol::constants::system::is_system_topic;
 
 const PERMISSION: Def = Def::gauge("rocketmq_broker_permission", "Broker permission");
 const TOPIC_NUMBER: Def = Def::gauge("rocketmq_topic_number", "Active topic number");
@@ -164,14 +163,8 @@ pub fn bind(
 }
 
 /// Serves the metrics of `role`'s broker on `bound` and turns its meters on.
-///
-/// # Errors
-/// The endpoint cannot be served.
-pub fn serve(
-    bound: BoundEndpoint,
-    role: &Arc<Role>,
-    metrics: &MetricsConfig,
-) -> Result<Endpoint, MetricsError> {
+#[must_use]
+pub fn serve(bound: BoundEndpoint, role: &Arc<Role>, metrics: &MetricsConfig) -> Endpoint {
     let broker = role.broker();
     let (cluster, name) = {
         let c = broker.config();

@@ -12,23 +12,7 @@ use tracing::{error, info};
 use crate::clock::now_ms;
 use crate::persist;
 
-/// Groups every broker knows (4.9.8's `SubscriptionGroupManager.init`).
-const SYSTEM_GROUPS: &[&str] = &[
-    "TOOLS_CONSUMER",
-    "FILTERSRV_CONSUMER",
-    "SELF_TEST_C_GROUP",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-    "CID_SYS_RMQ_TRANS",
-];
-
-/// Whether `group` is one of RocketMQ's system consumer groups (`MixAll.isSysConsumerGroup`).
-#[must_use]
-pub fn is_system_group(group: &str) -> bool {
-    group.starts_with("CID_RMQ_SYS_") || SYSTEM_GROUPS.contains(&group)
-}
+pub use remoting::protocol::constants::system::{SYSTEM_GROUPS, is_system_group};
 
 /// The subscription group table of one broker.
 #[derive(Debug)]

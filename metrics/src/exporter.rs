@@ -101,12 +101,13 @@ pub struct Endpoint {
 /// opens anything else).
 #[derive(Debug)]
 pub struct BoundEndpoint {
-    listener: std::net::TcpListener,
+    listener: tokio::net::TcpListener,
     addr: SocketAddr,
 }
 
 impl BoundEndpoint {
-    /// Binds `host:port` (an error names the address, so the process can refuse to start).
+    /// Binds `host:port`, within a tokio runtime (an error names the address, so the
+    /// process can refuse to start; once bound, serving cannot fail).
     pub fn bind(host: &str, port: u16) -> Result<Self, MetricsError> {
         let addr_text = if host.contains(':') && !host.starts_with('[') {
             format!("[{host}]:{port}")
@@ -120,6 +121,7 @@ impl BoundEndpoint {
         let listener = std::net::TcpListener::bind(&addr_text).map_err(bind_err)?;
         listener.set_nonblocking(true).map_err(bind_err)?;
         let addr = listener.local_addr().map_err(bind_err)?;
+        let listener = tokio::net::TcpListener::from_std(listener).map_err(bind_err)?;
         Ok(BoundEndpoint { listener, addr })
     }
 
@@ -130,14 +132,9 @@ impl BoundEndpoint {
     }
 
     /// Serves `registry` on the current tokio runtime.
-    pub fn serve(self, registry: Arc<Registry>) -> Result<Endpoint, MetricsError> {
-        let addr = self.addr;
-        let listener = tokio::net::TcpListener::from_std(self.listener).map_err(|source| {
-            MetricsError::Bind {
-                addr: addr.to_string(),
-                source,
-            }
-        })?;
+    #[must_use]
+    pub fn serve(self, registry: Arc<Registry>) -> Endpoint {
+        let BoundEndpoint { listener, addr } = self;
         let app = Router::new()
             .route("/-/healthy", get(|| async { "Exporter is Healthy." }))
             .fallback(move || scrape(Arc::clone(&registry)));
@@ -147,14 +144,14 @@ impl BoundEndpoint {
             }
         });
         info!(%addr, "metrics endpoint listening (Prometheus)");
-        Ok(Endpoint { addr, task })
+        Endpoint { addr, task }
     }
 }
 
 impl Endpoint {
     /// Binds `host:port` and serves `registry` on the current tokio runtime.
     pub fn start(registry: Arc<Registry>, host: &str, port: u16) -> Result<Self, MetricsError> {
-        BoundEndpoint::bind(host, port)?.serve(registry)
+        Ok(BoundEndpoint::bind(host, port)?.serve(registry))
     }
 
     /// The bound address.

@@ -78,13 +78,7 @@ impl<K: Hash + Eq, M> Family<K, M> {
         if let Some(m) = self.map.read().get(key) {
             return f(m);
         }
-        let m = Arc::clone(
-            self.map
-                .write()
-                .entry(K::from(key))
-                .or_insert_with(|| Arc::new((self.make)())),
-        );
-        f(&m)
+        f(&self.get(key))
     }
 
     /// The meter of `key`, creating it first if needed (for a caller that keeps it).

@@ -127,6 +127,9 @@ impl Def {
 /// The labels of one series: (key, value) pairs, values escaped when written.
 pub type Labels<'a> = Vec<(&'static str, Cow<'a, str>)>;
 
+/// The series of one metric: labels and value.
+pub type Series<'a, V> = Vec<(Labels<'a>, V)>;
+
 /// A label value escaped as the text format requires (`\`, `"` and newlines).
 #[derive(Debug)]
 struct Escaped<'a>(&'a str);

@@ -71,7 +71,7 @@ pub(crate) fn serve(
     collector: NamesrvCollector,
     addr: &str,
     config: &MetricsConfig,
-) -> Result<Endpoint, MetricsError> {
+) -> Endpoint {
     let mut registry =
         Registry::for_process(&[("node_type", "namesrv"), ("node_id", addr)], config);
     registry.register(collector);

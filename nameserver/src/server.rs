@@ -177,20 +177,14 @@ impl Started {
         }
         dispatcher.add_listener(processor.clone());
         // Kept while serving.
-        let _metrics = metrics.and_then(|(bound, metrics_config)| {
+        let _metrics = metrics.map(|(bound, metrics_config)| {
             let rpc = Arc::new(remoting::rpc_metrics::RpcLatency::default());
             dispatcher.set_observer(rpc.clone());
             let collector = crate::metrics::NamesrvCollector {
                 processor: Arc::clone(&processor),
                 rpc,
             };
-            match crate::metrics::serve(bound, collector, &local.to_string(), &metrics_config) {
-                Ok(endpoint) => Some(endpoint),
-                Err(e) => {
-                    tracing::error!(error = %e, "metrics endpoint not served");
-                    None
-                }
-            }
+            crate::metrics::serve(bound, collector, &local.to_string(), &metrics_config)
         });
 
         let scanner = {

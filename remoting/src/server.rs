@@ -227,16 +227,8 @@ impl Dispatcher {
         };
         let observer = self.observer.clone();
         let finish = move |channel: &Channel, mut response: RemotingCommand, late: bool| {
-            let observe = |response_code: i32, result: RpcResult| {
-                if let (Some(o), Some(t)) = (&observer, started) {
-                    o.on_answered(&RpcOutcome {
-                        request_code: code,
-                        response_code,
-                        elapsed: t.elapsed(),
-                        long_polling: false,
-                        result,
-                    });
-                }
+            let observe = |response_code, result| {
+                observed(observer.as_ref(), started, code, response_code, result);
             };
             if oneway {
                 observe(0, RpcResult::Oneway);
@@ -271,17 +263,30 @@ impl Dispatcher {
                 });
             }
             Reply::Nothing => {
-                if oneway && let (Some(o), Some(t)) = (&self.observer, started) {
-                    o.on_answered(&RpcOutcome {
-                        request_code: code,
-                        response_code: 0,
-                        elapsed: t.elapsed(),
-                        long_polling: false,
-                        result: RpcResult::Oneway,
-                    });
+                if oneway {
+                    observed(self.observer.as_ref(), started, code, 0, RpcResult::Oneway);
                 }
             }
         }
+    }
+}
+
+/// Tells `observer` (if any) that request `code`, dispatched at `started`, was answered.
+fn observed(
+    observer: Option<&Arc<dyn RpcObserver>>,
+    started: Option<Instant>,
+    request_code: i32,
+    response_code: i32,
+    result: RpcResult,
+) {
+    if let (Some(o), Some(t)) = (observer, started) {
+        o.on_answered(&RpcOutcome {
+            request_code,
+            response_code,
+            elapsed: t.elapsed(),
+            long_polling: false,
+            result,
+        });
     }
 }
 

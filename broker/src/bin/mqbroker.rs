@@ -223,9 +223,8 @@ async fn serve(
     let started =
         broker::server::start(Arc::clone(&broker), listener, vip_channel)?.with_grpc(grpc);
     // Kept until the broker stops.
-    let _metrics = metrics_port
-        .map(|bound| broker::metrics::serve(bound, started.role(), &metrics_config))
-        .transpose()?;
+    let _metrics =
+        metrics_port.map(|bound| broker::metrics::serve(bound, started.role(), &metrics_config));
     // Only now: every part the role needs is up.
     println!(
         "The broker[{}, {}] boot success. serializeType=JSON",

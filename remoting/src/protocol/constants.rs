@@ -145,6 +145,25 @@ pub mod system {
             || [AUTO_CREATE_TOPIC_KEY, BENCHMARK_TOPIC, TRACE_TOPIC].contains(&topic)
             || topic.starts_with(SYSTEM_TOPIC_PREFIX)
     }
+
+    /// Groups every broker knows (4.9.8's `SubscriptionGroupManager.init`).
+    pub const SYSTEM_GROUPS: &[&str] = &[
+        TOOLS_CONSUMER_GROUP,
+        "FILTERSRV_CONSUMER",
+        "SELF_TEST_C_GROUP",
+        "CID_ONS-HTTP-PROXY",
+        "CID_ONSAPI_PULL",
+        "CID_ONSAPI_PERMISSION",
+        "CID_ONSAPI_OWNER",
+        "CID_SYS_RMQ_TRANS",
+    ];
+
+    /// Whether `group` is one of RocketMQ's system consumer groups
+    /// (`MixAll.isSysConsumerGroup`).
+    #[must_use]
+    pub fn is_system_group(group: &str) -> bool {
+        group.starts_with("CID_RMQ_SYS_") || SYSTEM_GROUPS.contains(&group)
+    }
 }
 
 /// Longest topic name accepted (`TopicValidator.TOPIC_MAX_LENGTH`).

@@ -202,16 +202,7 @@ pub async fn groups(State(st): S) -> Response {
     let groups: Vec<Value> = all
         .into_iter()
         .map(|g| {
-            let system = g.starts_with("CID_RMQ_SYS_")
-                || remoting::protocol::constants::system::is_system_topic(&g)
-                || g == "TOOLS_CONSUMER"
-                || g == "FILTERSRV_CONSUMER"
-                || g == "SELF_TEST_C_GROUP"
-                || g == "CID_ONSAPI_OWNER"
-                || g == "CID_ONSAPI_PULL"
-                || g == "CID_ONSAPI_PERMISSION"
-                || g == "CID_ONS-HTTP-PROXY"
-                || g == "CID_SYS_RMQ_TRANS";
+            let system = remoting::protocol::constants::system::is_system_group(&g);
             json!({ "group": g, "system": system })
         })
         .collect();
