@@ -32,12 +32,25 @@ const CLIENT_EXPIRY_MS: i64 = 120_000;
 
 /// A broker with every part its role needs up (ports bound, HA service running),
 /// ready to [`serve`](Self::serve).
-#[derive(Debug)]
 pub struct Started {
     role: Arc<Role>,
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
     grpc: Option<GrpcEndpoint>,
+    on_ready: Option<OnReady>,
+}
+
+/// Called once the broker serves and has made its first registration.
+type OnReady = Box<dyn FnOnce() + Send>;
+
+impl std::fmt::Debug for Started {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Started")
+            .field("listener", &self.listener)
+            .field("vip_channel", &self.vip_channel)
+            .field("grpc", &self.grpc)
+            .finish_non_exhaustive()
+    }
 }
 
 /// Starts the parts of `broker` its role needs before it may answer anything: the HA
@@ -81,6 +94,7 @@ pub fn start(
         listener,
         vip_channel,
         grpc: None,
+        on_ready: None,
     })
 }
 
@@ -127,17 +141,27 @@ impl Started {
         self
     }
 
+    /// Calls `ready` once the broker serves and its first registration with the name
+    /// servers was answered (or failed): as RocketMQ's broker, which registers before it
+    /// says "boot success", so a client routed by the name server finds it.
+    #[must_use]
+    pub fn on_ready(mut self, ready: impl FnOnce() + Send + 'static) -> Self {
+        self.on_ready = Some(Box::new(ready));
+        self
+    }
+
     /// Serves until `shutdown` resolves, then shuts down cleanly.
     ///
-    /// Logs `listening on <addr>` once serving (tests wait for that line).
+    /// Logs `listening on <addr>` once serving and registered (tests wait for that line).
     pub async fn serve(self, shutdown: impl Future<Output = ()>) {
         let Started {
             role,
             listener,
             vip_channel,
             grpc,
+            on_ready,
         } = self;
-        serve(role, listener, vip_channel, grpc, shutdown).await;
+        serve(role, listener, vip_channel, grpc, on_ready, shutdown).await;
     }
 }
 
@@ -163,6 +187,7 @@ async fn serve(
     listener: TcpListener,
     vip_channel: Option<TcpListener>,
     grpc: Option<GrpcEndpoint>,
+    on_ready: Option<OnReady>,
     shutdown: impl Future<Output = ()>,
 ) {
     let broker = Arc::clone(role.broker());
@@ -178,7 +203,12 @@ async fn serve(
     role.timer().start_enqueue();
     role.start();
     let (stop_tx, stop_rx) = watch::channel(false);
-    let registration = tokio::spawn(registration_loop(Arc::clone(&role), stop_rx.clone()));
+    let (registered_tx, registered_rx) = tokio::sync::oneshot::channel();
+    let registration = tokio::spawn(registration_loop(
+        Arc::clone(&role),
+        registered_tx,
+        stop_rx.clone(),
+    ));
     let housekeeping = tokio::spawn(housekeeping(Arc::clone(&broker), stop_rx.clone()));
     let slave_sync = tokio::spawn(crate::slave_sync::run(
         Arc::clone(&broker),
@@ -186,6 +216,12 @@ async fn serve(
         stop_rx,
     ));
 
+    // Connections wait in the listener's backlog meanwhile; the call is bounded by the
+    // name server client's timeout.
+    let _ = registered_rx.await;
+    if let Some(ready) = on_ready {
+        ready();
+    }
     if let Ok(addr) = listener.local_addr() {
         info!(
             broker = %config.broker_name,
@@ -335,9 +371,15 @@ impl DispatchListener for WakePulls {
     }
 }
 
-/// Registers at once, then every `registerNameServerPeriod` with the whole topic
-/// table and, whenever topics change, with the changed ones.
-async fn registration_loop(role: Arc<Role>, mut stop: watch::Receiver<bool>) {
+/// Registers at once (then says so on `first_round`), then every
+/// `registerNameServerPeriod` with the whole topic table and, whenever topics change, with
+/// the changed ones.
+async fn registration_loop(
+    role: Arc<Role>,
+    first_round: tokio::sync::oneshot::Sender<()>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let mut first_round = Some(first_round);
     let broker = role.broker();
     let changed = broker.topics.changed();
     let mut following: Option<String> = None;
@@ -352,6 +394,9 @@ async fn registration_loop(role: Arc<Role>, mut stop: watch::Receiver<bool>) {
                 .register(&broker.identity(), broker.topics.registration_table(full))
                 .await
         };
+        if let Some(done) = first_round.take() {
+            let _ = done.send(());
+        }
         // A slave follows the master the name server knows, unless haMasterAddress pins one
         // (read after the registration: a role switch may have happened meanwhile).
         let follows_name_server =

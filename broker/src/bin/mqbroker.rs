@@ -225,12 +225,15 @@ async fn serve(
     // Kept until the broker stops.
     let _metrics =
         metrics_port.map(|bound| broker::metrics::serve(bound, started.role(), &metrics_config));
-    // Only now: every part the role needs is up.
-    println!(
+    // Only once every part the role needs is up and the name servers were told.
+    let boot_line = format!(
         "The broker[{}, {}] boot success. serializeType=JSON",
         broker.config().broker_name,
         broker.store_host()
     );
-    started.serve(shutdown).await;
+    started
+        .on_ready(move || println!("{boot_line}"))
+        .serve(shutdown)
+        .await;
     Ok(())
 }
