@@ -754,7 +754,7 @@ GRAFANA_COUNTERS = """
     rocketmq_messages_in_total rocketmq_throughput_in_total rocketmq_messages_out_total
     rocketmq_throughput_out_total rocketmq_send_to_dlq_messages_total
     rocketmq_commit_messages_total rocketmq_rollback_messages_total
-    sluice_long_polling_holds_total""".split()
+    sluice_long_polling_holds_total sluice_pull_page_cache_messages_total""".split()
 GRAFANA_HISTOGRAMS = """
     rocketmq_message_size rocketmq_finish_message_latency_ms
     rocketmq_topic_create_execution_time_milliseconds

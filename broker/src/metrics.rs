@@ -1,7 +1,8 @@
 //! The broker's Prometheus endpoint (`metricsExporterType=PROM`) and what it writes on every
 //! scrape: the event meters of [`crate::meters`], then the states RocketMQ 5 reads from its
 //! tables when asked (its observable gauges: lag, connections, storage), plus what only
-//! sluice can tell (`sluice_*`: group commit, fsync, replication, long polling).
+//! sluice can tell (`sluice_*`: group commit, fsync, replication, long polling, the page
+//! cache's share of pulls).
 //!
 //! `rocketmq_processor_watermark` is not exported: sluice has no request thread pools whose
 //! queues it would measure.
@@ -131,6 +132,10 @@ const POP_REVIVE_LATENCY: Def = Def::gauge(
     "The processing latency of revive topic",
 )
 .unit("milliseconds");
+const PULL_PAGE_CACHE: Def = Def::counter(
+    "sluice_pull_page_cache_messages_total",
+    "Messages read by sampled pulls (one in 16), by whether the page cache held all their pages",
+);
 const HELD_NOW: Def = Def::gauge(
     "sluice_long_polling_held",
     "Pull and pop requests held for long polling now",
@@ -180,6 +185,7 @@ pub fn serve(bound: BoundEndpoint, role: &Arc<Role>, metrics: &MetricsConfig) ->
     );
     registry.register(BrokerCollector::new(Arc::clone(role)));
     broker.metrics.enable();
+    broker.store.page_cache().enable();
     bound.serve(Arc::new(registry))
 }
 
@@ -377,6 +383,14 @@ fn storage(b: &Broker, s: &mut Scrape<'_>) -> fmt::Result {
     if let Some(used) = used_space(b.store_root()) {
         s.gauge(&STORAGE_SIZE, &[(labels(), used)])?;
     }
+    let reads = b.store.page_cache().reads();
+    s.counter(
+        &PULL_PAGE_CACHE,
+        &[
+            (vec![("result", Cow::Borrowed("hit"))], reads.hits),
+            (vec![("result", Cow::Borrowed("miss"))], reads.misses),
+        ],
+    )?;
     let flush_behind = i64::try_from(b.store.commit_log().unflushed_bytes()).unwrap_or(i64::MAX);
     s.gauge(&FLUSH_BEHIND, &[(labels(), flush_behind)])?;
     let dispatch_behind = i64::try_from(b.store.dispatch_behind_bytes()).unwrap_or(i64::MAX);

@@ -13,7 +13,9 @@
 //!   server's view (two live brokers, their registrations timed); timers pending an hour
 //!   (`rocketmq_timing_messages`, `rocketmq_timer_message_snapshot`), the revive queues'
 //!   gauges, the topic creations timed; a POP consumer's checkpoints and acks counted into the
-//!   revive log (`rocketmq_pop_revive_in_message_total`) and its messages counted out.
+//!   revive log (`rocketmq_pop_revive_in_message_total`) and its messages counted out; the
+//!   pulls' page-cache hits (`sluice_pull_page_cache_messages_total`); and every metric the
+//!   Grafana dashboard (deploy/grafana) draws exported by the cluster.
 //!
 //! A broker refusing an exporter it cannot serve is in `startup_failures.rs`.
 
@@ -22,11 +24,12 @@
     reason = "test code: a failed step should fail the test"
 )]
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use integration_tests::exposition::{Exposition, http_get, scrape};
 use integration_tests::harness::{
-    BrokerProcess, HA_BROKER_NAME, NamesrvProcess, unique_name, wait_until,
+    BrokerProcess, HA_BROKER_NAME, NamesrvProcess, unique_name, wait_until, workspace_root,
 };
 use integration_tests::java::{JavaTools, Recv, V4, V5};
 use integration_tests::ports;
@@ -250,6 +253,21 @@ fn pair_exports_what_it_served() {
         e.sum("rocketmq_consumer_lag_latency_milliseconds", &out_labels),
         Some(0.0)
     );
+    // The first pull that found messages was sampled (one in 16 is): messages just written
+    // are in the page cache.
+    let hits = e.sum(
+        "sluice_pull_page_cache_messages_total",
+        &[("result", "hit")],
+    );
+    let misses = e.sum(
+        "sluice_pull_page_cache_messages_total",
+        &[("result", "miss")],
+    );
+    assert!(
+        hits.is_some_and(|h| h >= 1.0) && misses == Some(0.0),
+        "page-cache hits {hits:?}, misses {misses:?}"
+    );
+    assert!(hits.unwrap() <= MESSAGES as f64, "{hits:?}");
     consumer.kill();
     let got = Recv::all(consumer.stdout_lines().iter().map(String::as_str));
     assert!(
@@ -493,4 +511,57 @@ fn pair_exports_what_it_served() {
             .iter()
             .all(|s| s.label("node_type") == Some("namesrv"))
     );
+
+    // Every metric the Grafana dashboard draws is one this loaded cluster exports.
+    let mut exported: BTreeSet<String> = BTreeSet::new();
+    for e in [scrape(&a_m).unwrap(), scrape(&b_m).unwrap(), n] {
+        exported.extend(e.samples.iter().map(|s| s.name.clone()));
+    }
+    let missing: Vec<String> = dashboard_metrics()
+        .into_iter()
+        .filter(|m| !exported.contains(m) && !NOT_LOADED_HERE.contains(&m.as_str()))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "the dashboard draws metrics the cluster did not export: {missing:?}"
+    );
+}
+
+/// Dashboard metrics this test's load does not make: group commit is SYNC_FLUSH's.
+const NOT_LOADED_HERE: &[&str] = &[
+    "sluice_store_group_commit_size_bucket",
+    "sluice_store_group_commit_size_count",
+    "sluice_store_group_commit_size_sum",
+];
+
+/// The metric names in the queries of deploy/grafana/sluice-dashboard.json.
+fn dashboard_metrics() -> BTreeSet<String> {
+    let path = workspace_root().join("deploy/grafana/sluice-dashboard.json");
+    let text = std::fs::read_to_string(&path).expect("the dashboard");
+    let board: serde_json::Value = serde_json::from_str(&text).expect("dashboard JSON");
+    let mut queries = Vec::new();
+    collect_exprs(&board, &mut queries);
+    assert!(queries.len() > 40, "{} queries", queries.len());
+    queries
+        .iter()
+        .flat_map(|q| q.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')))
+        .filter(|t| t.starts_with("rocketmq_") || t.starts_with("sluice_"))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Every `expr` of a target and `query` of a variable, at any depth.
+fn collect_exprs(v: &serde_json::Value, out: &mut Vec<String>) {
+    match v {
+        serde_json::Value::Object(map) => {
+            for (k, v) in map {
+                match (k.as_str(), v) {
+                    ("expr" | "definition", serde_json::Value::String(q)) => out.push(q.clone()),
+                    _ => collect_exprs(v, out),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter().for_each(|v| collect_exprs(v, out)),
+        _ => {}
+    }
 }

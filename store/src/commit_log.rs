@@ -783,6 +783,14 @@ impl CommitLog {
         f.slice((offset.0 - f.from()) as usize, len)
     }
 
+    /// Whether the `len` bytes at `offset` are all in the page cache; `None` if no file
+    /// holds them or the kernel cannot tell.
+    #[must_use]
+    pub fn is_resident(&self, offset: PhyOffset, len: usize) -> Option<bool> {
+        let f = self.shared.queue.find(offset.0)?;
+        f.is_resident((offset.0 - f.from()) as usize, len)
+    }
+
     /// All readable bytes from `offset` to the end of its file (HA transfer, dispatch).
     #[must_use]
     pub fn read_from(&self, offset: PhyOffset) -> Option<Bytes> {

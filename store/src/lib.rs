@@ -56,6 +56,7 @@ pub mod mapped_file;
 pub mod mapped_file_queue;
 pub mod message_store;
 pub mod offset_watch;
+pub mod page_cache;
 pub mod page_file;
 pub mod put;
 pub mod recovery;

@@ -342,6 +342,42 @@ impl MappedFile {
         Some(kb * 1024)
     }
 
+    /// Whether every page of `[pos, pos + len)` is in the page cache (`mincore`): a read
+    /// there costs no disk I/O. `None` if the range is outside the file or the call fails.
+    #[must_use]
+    pub fn is_resident(&self, pos: usize, len: usize) -> Option<bool> {
+        let end = pos.checked_add(len.max(1))?;
+        if end > self.0.size {
+            return None;
+        }
+        let first = pos / OS_PAGE_SIZE;
+        let last = (end - 1) / OS_PAGE_SIZE;
+        // A few pages at a time: a message of up to 4 MiB is 1 024 pages.
+        let mut vec = [0u8; 64];
+        let mut page = first;
+        while page <= last {
+            let pages = (last - page + 1).min(vec.len());
+            // SAFETY: the page-aligned range [page, page + pages) lies inside the mapping
+            // (end <= size, and the mapping covers whole pages); `vec` holds one byte per
+            // page of it. mincore only reads the page tables.
+            let rc = unsafe {
+                libc::mincore(
+                    self.0.mmap.as_mut_ptr().add(page * OS_PAGE_SIZE).cast(),
+                    pages * OS_PAGE_SIZE,
+                    vec.as_mut_ptr(),
+                )
+            };
+            if rc != 0 {
+                return None;
+            }
+            if vec[..pages].iter().any(|v| v & 1 == 0) {
+                return Some(false);
+            }
+            page += pages;
+        }
+        Some(true)
+    }
+
     /// Reserves disk space for `[pos, pos + len)` (`posix_fallocate`), so writes
     /// there cannot fault on a full disk. File systems without `fallocate` are
     /// accepted as they are.
@@ -1134,6 +1170,30 @@ mod tests {
         assert_eq!(parse_file_name("00000000001073741824"), Some(1_073_741_824));
         assert_eq!(parse_file_name("0000000000107374182"), None);
         assert_eq!(parse_file_name("0000000000107374182x"), None);
+    }
+
+    #[test]
+    fn residency_is_read_from_the_page_tables() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = 16 * OS_PAGE_SIZE;
+        let mf = MappedFile::create_sparse(dir.path(), 0, size).unwrap();
+        // No readahead of the holes around the page written.
+        mf.advise_random(true);
+        let mut w = mf.writer().unwrap();
+        w.append(&[7u8; 100], 1);
+        assert_eq!(mf.is_resident(0, 100), Some(true));
+        assert_eq!(
+            mf.is_resident(10 * OS_PAGE_SIZE, 100),
+            Some(false),
+            "a hole"
+        );
+        assert_eq!(
+            mf.is_resident(OS_PAGE_SIZE - 50, 100),
+            Some(false),
+            "a range is resident only if all its pages are"
+        );
+        assert_eq!(mf.is_resident(size - 10, 11), None, "past the end");
+        assert_eq!(mf.is_resident(usize::MAX, 2), None);
     }
 
     #[test]

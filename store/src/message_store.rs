@@ -34,6 +34,7 @@ use crate::error::{Result, StoreError};
 use crate::index::IndexService;
 use crate::lock::StoreLock;
 use crate::mapped_file::sync_dir;
+use crate::page_cache::PageCacheSampler;
 use crate::put::{MessageBatch, MessageInner};
 use crate::service_thread::{ServiceControl, ServiceThread};
 
@@ -85,6 +86,7 @@ struct Inner {
     cleaner: Cleaner,
     clock: Arc<dyn Clock>,
     stats: Stats,
+    page_cache: PageCacheSampler,
     delay_levels: Vec<i64>,
     boot_ms: i64,
     /// Bytes of "in memory" data behind the CommitLog's end
@@ -179,6 +181,7 @@ impl MessageStore {
             cqs,
             index,
             stats: Stats::default(),
+            page_cache: PageCacheSampler::default(),
             memory_window,
         });
         let mut logics_recovery = recover_logics(&inner)?;
@@ -445,6 +448,12 @@ impl MessageStore {
     /// after its unit and index entries are written.
     pub fn add_dispatch_listener(&self, listener: Arc<dyn DispatchListener>) {
         self.inner.dispatcher.add_listener(listener);
+    }
+
+    /// Sampled page-cache residency of what pulls read (off until enabled).
+    #[must_use]
+    pub fn page_cache(&self) -> &PageCacheSampler {
+        &self.inner.page_cache
     }
 
     /// Bytes of the CommitLog not yet dispatched.

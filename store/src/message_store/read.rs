@@ -277,6 +277,7 @@ impl MessageStore {
             let file_size = log.config().mapped_file_size_commit_log;
             let max_scan = 16_000usize.max(max_msgs.saturating_mul(CQ_STORE_UNIT_SIZE));
             let mut out = GetMessageResult::new(S::NoMatchedMessage, offset);
+            let sampled = i.page_cache.sample_this_pull();
             let scanned = cq.read_from(offset, |buf| {
                 let mut next_phy_file_start: Option<u64> = None;
                 let mut max_phy_pulling = 0u64;
@@ -319,6 +320,10 @@ impl MessageStore {
                         }
                         pos += CQ_STORE_UNIT_SIZE;
                         continue;
+                    }
+                    if sampled {
+                        i.page_cache
+                            .record(log.is_resident(PhyOffset(phy), unit.size as usize));
                     }
                     match log.read(PhyOffset(phy), unit.size as usize) {
                         None => {
