@@ -306,8 +306,10 @@ impl BrokerMetrics {
 
     /// `msg` was stored; counted if it is a dead letter (`%DLQ%<group>`), under its group
     /// and the topic it was first sent to (`RETRY_TOPIC`).
+    #[inline]
     pub fn stored_maybe_dead(&self, msg: &store::MessageInner) {
-        if !self.on() {
+        // Every send passes here: the first byte rules out all but `%` topics.
+        if !msg.topic.starts_with('%') || !self.on() {
             return;
         }
         if let Some(group) = msg.topic.strip_prefix(system::DLQ_GROUP_TOPIC_PREFIX) {

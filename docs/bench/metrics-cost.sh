@@ -3,7 +3,8 @@
 # metricsExporterType DISABLE vs PROM, counted by callgrind (the machine's load does not change
 # them); the per-message figure is the slope between 20k and 40k sends. Needs valgrind and a
 # release build (cargo build --release -p broker -p nameserver -p tools). About 10 minutes.
-# Measured 2026-12-06: 39.5k instructions per send off, 40.0k on (+1.37%).
+# Measured 2026-12-06: 39.5k instructions per send off, 40.0k on (+1.37%); after the
+# clean-up of commit "metrics: cheaper per send" 39 499 off, 39 756 on (+0.65%).
 set -u
 B="$(cd "$(dirname "$0")/../.." && pwd)/target/release"
 ROOT=/dev/shm/cg-metrics

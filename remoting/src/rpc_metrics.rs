@@ -67,7 +67,12 @@ impl RpcObserver for RpcLatency {
         thread_local! {
             static LAST: metrics::family::LastHit<Key, Histogram> = const { std::cell::RefCell::new(None) };
         }
-        let ms = u64::try_from(outcome.elapsed.as_millis()).unwrap_or(u64::MAX);
+        // In u64 (`as_millis` divides a u128).
+        let d = outcome.elapsed;
+        let ms = d
+            .as_secs()
+            .saturating_mul(1000)
+            .saturating_add(u64::from(d.subsec_millis()));
         self.by_key.with_last(&LAST, &key, |h| h.observe(ms));
     }
 }

@@ -225,10 +225,13 @@ impl Dispatcher {
                 Some(format!(" request type {code} not supported")),
             ))
         };
-        let observer = self.observer.clone();
-        let finish = move |channel: &Channel, mut response: RemotingCommand, late: bool| {
+        // The observer by reference: an answer now clones no Arc.
+        let finish = move |observer: Option<&Arc<dyn RpcObserver>>,
+                           channel: &Channel,
+                           mut response: RemotingCommand,
+                           late: bool| {
             let observe = |response_code, result| {
-                observed(observer.as_ref(), started, code, response_code, result);
+                observed(observer, started, code, response_code, result);
             };
             if oneway {
                 observe(0, RpcResult::Oneway);
@@ -253,12 +256,13 @@ impl Dispatcher {
             }
         };
         match reply {
-            Reply::Now(response) => finish(channel, response, false),
+            Reply::Now(response) => finish(self.observer.as_ref(), channel, response, false),
             Reply::Later(future) => {
                 let channel = channel.clone();
+                let observer = self.observer.clone();
                 tokio::spawn(async move {
                     if let Some(response) = future.await {
-                        finish(&channel, response, true);
+                        finish(observer.as_ref(), &channel, response, true);
                     }
                 });
             }
