@@ -55,7 +55,13 @@ try {
   const output = await page.textContent("#action-output");
   await page.fill("#topic-filter", args["new-topic"]);
   const listed = await cells("topics", "topic");
-  say({ page: "topics", created: output.includes("success"), output, listed });
+  // The loaded topic's row: its messages (polled every 5 s) and in-rate.
+  await page.fill("#topic-filter", args.topic);
+  await page.waitForFunction(() => (document.querySelector('#topics td[data-col="messages"]')?.textContent ?? "") !== "");
+  await page.waitForTimeout(5500); // a second poll: the rate has a figure
+  const messages = (await cells("topics", "messages")).map(num);
+  const inRates = await cells("topics", "inRate");
+  say({ page: "topics", created: output.includes("success"), output, listed, messages, inRates });
   await shot("topics");
 
   // One topic: its queues and the sum of their max offsets.
@@ -68,6 +74,8 @@ try {
     queues: (await cells("queues", "queueId")).length,
     maxOffsets: (await cells("queues", "maxOffset")).map(num),
     groups: await page.textContent("#topic-groups"),
+    outRate: await page.textContent("[data-figure=outRate]"),
+    chartLines: await page.$$eval("#chart-topic polyline", p => p.length),
   });
   await shot("topic");
 

@@ -224,10 +224,16 @@ fn console_pages_show_what_mqadmin_shows() {
             .has_topic(&new_topic)),
         "the topic created in the console is not on the broker"
     );
+    // The list's figure for the loaded topic is topicStatus's sum (nothing was sent since).
+    assert_eq!(topics["messages"], serde_json::json!([max_sum]), "{topics}");
+    assert_eq!(topics["inRates"], serde_json::json!(["0"]), "{topics}");
 
     let t = page("topic");
     assert_eq!(t["totalMaxOffset"].as_i64(), Some(max_sum), "{t}");
     assert_eq!(t["queues"].as_i64(), Some(4), "{t}");
+    // In, and out to the group that consumed it: both charted.
+    assert!(t["chartLines"].as_i64().unwrap() >= 2, "{t}");
+    assert_eq!(t["outRate"], "0", "{t}");
 
     let g = page("group");
     assert_eq!(g["diffTotal"].as_i64(), Some(diff_total), "{g}");

@@ -85,6 +85,7 @@ pub fn router(state: Arc<Shared>) -> Router {
         .route("/app.css", get(assets::style))
         .route("/api/cluster", get(api::cluster))
         .route("/api/topics", get(api::topics))
+        .route("/api/topics/offsets", get(api::topic_offsets))
         .route("/api/topic", get(api::topic))
         .route("/api/topic/update", post(api::update_topic))
         .route("/api/topic/delete", post(api::delete_topic))

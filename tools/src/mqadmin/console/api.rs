@@ -12,6 +12,9 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{ACTION_TIMEOUT, Shared};
+use remoting::protocol::admin::TopicStatsTable;
+use remoting::protocol::route::TopicRouteData;
+
 use crate::admin::select_addr;
 use crate::error::ToolsError;
 use crate::mqadmin::consumer::{examine_consume_stats, examine_consumer_connection};
@@ -97,6 +100,19 @@ pub async fn cluster(State(st): S) -> Response {
     Json(json!({ "brokers": rows })).into_response()
 }
 
+/// A topic's kind as the topic list filters it.
+fn topic_kind(topic: &str) -> &'static str {
+    if topic.starts_with("%RETRY%") {
+        "retry"
+    } else if topic.starts_with("%DLQ%") {
+        "dlq"
+    } else if remoting::protocol::constants::system::is_system_topic(topic) {
+        "system"
+    } else {
+        "normal"
+    }
+}
+
 /// GET /api/topics: every topic the name servers know, with its kind.
 pub async fn topics(State(st): S) -> Response {
     match st.client.all_topics().await {
@@ -104,23 +120,71 @@ pub async fn topics(State(st): S) -> Response {
             let topics: Vec<Value> = list
                 .topic_list
                 .iter()
-                .map(|t| {
-                    let kind = if t.starts_with("%RETRY%") {
-                        "retry"
-                    } else if t.starts_with("%DLQ%") {
-                        "dlq"
-                    } else if remoting::protocol::constants::system::is_system_topic(t) {
-                        "system"
-                    } else {
-                        "normal"
-                    };
-                    json!({ "topic": t, "kind": kind })
-                })
+                .map(|t| json!({ "topic": t, "kind": topic_kind(t) }))
                 .collect();
             Json(json!({ "topics": topics })).into_response()
         }
         Err(e) => bad_gateway(&e),
     }
+}
+
+/// Most topics whose offsets [`topic_offsets`] reads at once.
+const TOPIC_OFFSETS_MAX: usize = 200;
+
+/// GET /api/topics/offsets: for each normal topic (the first [`TOPIC_OFFSETS_MAX`] by
+/// name), the sum of its queues' max offsets on every broker; the topic list draws its
+/// in-rates from successive answers. A topic that cannot be read is left out.
+pub async fn topic_offsets(State(st): S) -> Response {
+    let list = match st.client.all_topics().await {
+        Ok(l) => l,
+        Err(e) => return bad_gateway(&e),
+    };
+    let mut normal: Vec<String> = list
+        .topic_list
+        .into_iter()
+        .filter(|t| topic_kind(t) == "normal")
+        .collect();
+    normal.sort();
+    normal.truncate(TOPIC_OFFSETS_MAX);
+    let mut reads = tokio::task::JoinSet::new();
+    for topic in normal {
+        let st = Arc::clone(&st);
+        reads.spawn(async move {
+            let total = topic_stats(&st, &topic)
+                .await
+                .map(|(_, stats)| total_max_offset(&stats));
+            (topic, total)
+        });
+    }
+    let mut offsets = BTreeMap::new();
+    while let Some(read) = reads.join_next().await {
+        if let Ok((topic, Ok(total))) = read {
+            offsets.insert(topic, total);
+        }
+    }
+    Json(json!({ "offsets": offsets })).into_response()
+}
+
+/// A topic's route and its queues' offsets on each broker of it (`topicStatus`'s calls).
+async fn topic_stats(
+    st: &Shared,
+    topic: &str,
+) -> Result<(Arc<TopicRouteData>, Vec<(String, TopicStatsTable)>), ToolsError> {
+    let route = st.client.fetch_route(topic).await?;
+    let mut stats = Vec::new();
+    for b in &route.broker_datas {
+        let Some(addr) = select_addr(b) else { continue };
+        stats.push((addr.to_owned(), st.client.topic_stats(addr, topic).await?));
+    }
+    Ok((route, stats))
+}
+
+fn total_max_offset(stats: &[(String, TopicStatsTable)]) -> i64 {
+    stats
+        .iter()
+        .flat_map(|(_, s)| s.offset_table.values())
+        .map(|o| o.max_offset)
+        .sum()
 }
 
 /// `?topic=`.
@@ -129,36 +193,36 @@ pub struct TopicQuery {
     topic: String,
 }
 
-/// GET /api/topic?topic=: its queues on every broker (`topicStatus`), its route and the
-/// groups consuming it.
+/// GET /api/topic?topic=: its queues on every broker (`topicStatus`), its route, the
+/// groups consuming it and how far each has consumed it (the sum of its consumer offsets;
+/// the page draws out-rates from successive answers).
 pub async fn topic(State(st): S, Query(q): Query<TopicQuery>) -> Response {
     let topic = q.topic.trim();
-    let route = match st.client.fetch_route(topic).await {
+    let (route, stats) = match topic_stats(&st, topic).await {
         Ok(r) => r,
         Err(e) => return bad_gateway(&e),
     };
     let mut queues = Vec::new();
     let mut groups = std::collections::BTreeSet::new();
-    let mut total = 0i64;
-    for b in &route.broker_datas {
-        let Some(addr) = select_addr(b) else { continue };
-        match st.client.topic_stats(addr, topic).await {
-            Ok(stats) => {
-                for (mq, o) in &stats.offset_table {
-                    total += o.max_offset;
-                    queues.push(json!({
-                        "brokerName": mq.broker_name,
-                        "queueId": mq.queue_id,
-                        "minOffset": o.min_offset,
-                        "maxOffset": o.max_offset,
-                        "lastUpdated": o.last_update_timestamp,
-                    }));
-                }
-            }
-            Err(e) => return bad_gateway(&e),
+    for (addr, stats) in &stats {
+        for (mq, o) in &stats.offset_table {
+            queues.push(json!({
+                "brokerName": mq.broker_name,
+                "queueId": mq.queue_id,
+                "minOffset": o.min_offset,
+                "maxOffset": o.max_offset,
+                "lastUpdated": o.last_update_timestamp,
+            }));
         }
         if let Ok(list) = st.client.topic_consumed_by(addr, topic).await {
             groups.extend(list.group_list);
+        }
+    }
+    let mut consumed = BTreeMap::new();
+    for group in &groups {
+        if let Ok(c) = examine_consume_stats(&st.client, group, Some(topic)).await {
+            let offsets: i64 = c.offset_table.values().map(|o| o.consumer_offset).sum();
+            consumed.insert(group.clone(), offsets);
         }
     }
     let brokers: Vec<Value> = route
@@ -176,9 +240,10 @@ pub async fn topic(State(st): S, Query(q): Query<TopicQuery>) -> Response {
     Json(json!({
         "topic": topic,
         "queues": queues,
-        "totalMaxOffset": total,
+        "totalMaxOffset": total_max_offset(&stats),
         "brokers": brokers,
         "groups": groups,
+        "consumed": consumed,
     }))
     .into_response()
 }

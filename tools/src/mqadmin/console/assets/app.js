@@ -73,12 +73,18 @@ function chart(id, title, series) {
     body += `<text x="${L - 6}" y="${y(vmax) + 4}" text-anchor="end" font-size="11" fill="#718096">${fmt(vmax)}</text>`;
     body += `<text x="${L - 6}" y="${y(0) + 4}" text-anchor="end" font-size="11" fill="#718096">0</text>`;
     body += `<text x="${W - 8}" y="${H - 4}" text-anchor="end" font-size="11" fill="#718096">${Math.round((t1 - t0) / 1000)} s</text>`;
+    // Legends side by side, wrapped to a new line when the next would not fit.
+    let lx = L + 6, ly = T + 12;
     series.forEach((s, i) => {
       if (!s.points.length) return;
       const d = s.points.map(p => `${x(p[0]).toFixed(1)},${y(p[1]).toFixed(1)}`).join(" ");
       body += `<polyline fill="none" stroke="${COLORS[i % COLORS.length]}" stroke-width="2" points="${d}"/>`;
       const last = s.points[s.points.length - 1];
-      body += `<text x="${L + 6 + i * 190}" y="${T + 12}" font-size="12" fill="${COLORS[i % COLORS.length]}">${esc(s.name)}: ${fmt(last[1])}</text>`;
+      const label = `${s.name}: ${fmt(last[1])}`;
+      const width = label.length * 7 + 24;
+      if (lx > L + 6 && lx + width > W) { lx = L + 6; ly += 15; }
+      body += `<text x="${lx}" y="${ly}" font-size="12" fill="${COLORS[i % COLORS.length]}">${esc(label)}</text>`;
+      lx += width;
     });
   }
   return `<div class="chart" id="${id}"><div class="title">${esc(title)}</div><svg viewBox="0 0 ${W} ${H}">${body}</svg></div>`;
@@ -151,9 +157,14 @@ async function topicsView() {
   let d;
   try { d = await api("/api/topics"); } catch (e) { view.innerHTML = "<h1>Topics</h1>" + fail(e); return; }
   const clusters = await clustersOptions();
+  // Each normal topic's sum of max offsets, polled; its in-rate from successive polls.
+  const offsets = {}, rates = {};
+  const inRate = t => { const p = rates[t.topic]?.points; return p?.length ? p[p.length - 1][1] : undefined; };
   const render = (filter, system) => table("topics", [
     { label: "Topic", key: "topic", html: t => `<a href="#/topic/${encodeURIComponent(t.topic)}">${esc(t.topic)}</a>` },
     { label: "Kind", html: t => `<span class="tag">${esc(t.kind)}</span>` },
+    { label: "Messages (sum of max offsets)", key: "messages", num: true, get: t => offsets[t.topic] ?? "" },
+    { label: "In msg/s", key: "inRate", num: true, get: t => inRate(t) ?? "" },
   ], d.topics.filter(t => t.topic.toLowerCase().includes(filter.toLowerCase()) && (system || t.kind === "normal")));
   view.innerHTML = "<h1>Topics</h1>" +
     `<form id="create-topic"><label>Topic<input name="topic" required></label><label>Cluster<select name="cluster">${clusters}</select></label>` +
@@ -163,6 +174,16 @@ async function topicsView() {
   const refilter = () => { document.getElementById("topic-table").innerHTML = render(document.getElementById("topic-filter").value, document.getElementById("show-system").checked); };
   document.getElementById("topic-filter").oninput = refilter;
   document.getElementById("show-system").onchange = refilter;
+  every(5000, async () => {
+    let o;
+    try { o = await api("/api/topics/offsets"); } catch (e) { setStatus("offsets: " + (e.message || e)); return; }
+    for (const [topic, total] of Object.entries(o.offsets)) {
+      offsets[topic] = total;
+      (rates[topic] ??= new Rate()).sample(total);
+    }
+    refilter();
+    setStatus("updated " + new Date().toLocaleTimeString());
+  });
   document.getElementById("create-topic").onsubmit = async ev => {
     ev.preventDefault();
     if (await act("/api/topic/update", formData(ev.target), document.getElementById("create-result"))) {
@@ -172,13 +193,16 @@ async function topicsView() {
 }
 
 async function topicView(name) {
-  const rate = new Rate();
+  const rate = new Rate(), outRates = {};
   const clusters = await clustersOptions();
   let drawn = false;
   every(3000, async () => {
     let d;
     try { d = await api("/api/topic?topic=" + encodeURIComponent(name)); } catch (e) { view.innerHTML = `<h1>Topic ${esc(name)}</h1>` + fail(e); return; }
     rate.sample(d.totalMaxOffset);
+    for (const [group, consumed] of Object.entries(d.consumed)) (outRates[group] ??= new Rate()).sample(consumed);
+    const last = r => r.points.length ? r.points[r.points.length - 1][1] : 0;
+    const outTotal = Object.values(outRates).reduce((a, r) => a + last(r), 0);
     const queues = table("queues", [
       { label: "Broker", get: q => q.brokerName },
       { label: "Queue", key: "queueId", num: true, get: q => q.queueId },
@@ -186,8 +210,9 @@ async function topicView(name) {
       { label: "Max offset", key: "maxOffset", num: true, get: q => q.maxOffset },
       { label: "Last updated", get: q => time(q.lastUpdated) },
     ], d.queues);
-    const top = `<div class="cards">${card("Queues", d.queues.length, "queues")}${card("Messages (sum of max offsets)", d.totalMaxOffset, "totalMaxOffset")}${card("In msg/s", rate.points.length ? rate.points[rate.points.length - 1][1] : 0, "inRate")}</div>` +
-      chart("chart-topic", "Messages in per second", [{ name: "in", points: rate.points }]);
+    const top = `<div class="cards">${card("Queues", d.queues.length, "queues")}${card("Messages (sum of max offsets)", d.totalMaxOffset, "totalMaxOffset")}${card("In msg/s", last(rate), "inRate")}${card("Out msg/s (all groups)", outTotal, "outRate")}</div>` +
+      chart("chart-topic", "Messages per second: in, and out to each group", [{ name: "in", points: rate.points },
+        ...Object.entries(outRates).map(([g, r]) => ({ name: "out " + g, points: r.points }))]);
     const groups = d.groups.length ? d.groups.map(g => `<a href="#/group/${encodeURIComponent(g)}">${esc(g)}</a>`).join(", ") : "<span class=muted>none</span>";
     if (!drawn) {
       view.innerHTML = `<h1>Topic ${esc(name)}</h1><div id="topic-live"></div><h2>Consumed by</h2><p id="topic-groups"></p><h2>Queues</h2><div id="topic-queues"></div>` +
