@@ -34,7 +34,10 @@ Checks:
            the DS_PROMETHEUS input, the cluster/node_id/topic/consumer_group variables);
            panel ids are unique; every panel has a gridPos and, rows aside, the datasource
            ${DS_PROMETHEUS} and a query; panels do not overlap; every rocketmq_*/sluice_*
-           name in a query or variable is one sluice exports (GRAFANA_METRICS below).
+           name in a query or variable is one sluice exports (GRAFANA_METRICS below);
+           then (when Go is installed) Grafana's own dashboard schema, strictly, through
+           the Grafana Foundation SDK (deploy/grafana/check): unknown fields, wrong types
+           and missing required fields fail.
 """
 
 from __future__ import annotations
@@ -879,6 +882,25 @@ def check_grafana() -> None:
                 if expr.count("(") != expr.count(")") or expr.count("{") != expr.count("}"):
                     problem(where, f"{title}: unbalanced brackets in {expr}")
                 check_metric_names(where, title, expr)
+    grafana_schema()
+
+
+def grafana_schema() -> None:
+    go = shutil.which("go")
+    if go is None:
+        print("deploy-check: go not installed; the dashboard's Grafana schema check skipped")
+        return
+    out = subprocess.run(
+        [go, "run", ".", str(DASHBOARD)],
+        cwd=DASHBOARD.parent / "check",
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    if out.returncode != 0:
+        problem(rel(DASHBOARD), f"Grafana's schema: {(out.stderr or out.stdout).strip()}")
+    else:
+        print(f"deploy-check: {out.stdout.strip()}")
 
 
 # ---------------------------------------------------------------- main
