@@ -173,44 +173,52 @@ impl BrokerProcess {
         identity: &[(&str, String)],
         settings: &[(&str, &str)],
         proxy_settings: &[(&str, &str)],
-        extra_ports: Vec<crate::ports::PortReservation>,
+        mut extra_ports: Vec<crate::ports::PortReservation>,
     ) -> Self {
-        let dir = TestDir::new(dir_prefix);
-        // listenPort - 2 (the VIP channel) ..= listenPort + 1 (HA).
-        let mut ports = crate::ports::reserve_consecutive(4);
-        let port = ports[2].port();
+        // Free for the broker now; reserved until it stops (kept by its process handle).
+        for p in &mut extra_ports {
+            p.release_listener();
+        }
         let config = workspace_root().join("deploy").join("broker.toml");
-        let mut spec = ProcessSpec::new(name, binary("broker", "mqbroker"))
-            .arg("-c")
-            .arg(&config)
-            .arg("-n")
-            .arg(namesrv)
-            .setting("listenPort", port)
-            .setting("haListenPort", port + 1)
-            .setting("bindAddress", "127.0.0.1")
-            .setting("brokerIP1", "127.0.0.1")
-            .setting("storePathRootDir", dir.path().join("store").display())
-            .setting("mappedFileSizeCommitLog", 16 * 1024 * 1024);
-        for (key, value) in identity {
-            spec = spec.setting(key, value);
-        }
-        for (key, value) in settings {
-            spec = spec.setting(key, value);
-        }
-        if !proxy_settings.is_empty() {
-            // The gRPC endpoint's settings, as Apache's rmq-proxy.json (`-pc`).
-            let file = dir.path().join("rmq-proxy.json");
-            let json: serde_json::Map<String, serde_json::Value> = proxy_settings
-                .iter()
-                .map(|(k, v)| ((*k).to_owned(), serde_json::Value::String((*v).to_owned())))
-                .collect();
-            std::fs::write(&file, serde_json::Value::Object(json).to_string())
-                .expect("rmq-proxy.json written");
-            spec = spec.arg("-pc").arg(&file);
-        }
-        ports.extend(extra_ports);
+        let mut port = 0;
+        let mut process = ChildProcess::start_on_free_ports(|| {
+            let dir = TestDir::new(dir_prefix);
+            // listenPort - 2 (the VIP channel) ..= listenPort + 1 (HA).
+            let ports = crate::ports::reserve_consecutive(4);
+            port = ports[2].port();
+            let mut spec = ProcessSpec::new(name, binary("broker", "mqbroker"))
+                .arg("-c")
+                .arg(&config)
+                .arg("-n")
+                .arg(namesrv)
+                .setting("listenPort", port)
+                .setting("haListenPort", port + 1)
+                .setting("bindAddress", "127.0.0.1")
+                .setting("brokerIP1", "127.0.0.1")
+                .setting("storePathRootDir", dir.path().join("store").display())
+                .setting("mappedFileSizeCommitLog", 16 * 1024 * 1024);
+            for (key, value) in identity {
+                spec = spec.setting(key, value);
+            }
+            for (key, value) in settings {
+                spec = spec.setting(key, value);
+            }
+            if !proxy_settings.is_empty() {
+                // The gRPC endpoint's settings, as Apache's rmq-proxy.json (`-pc`).
+                let file = dir.path().join("rmq-proxy.json");
+                let json: serde_json::Map<String, serde_json::Value> = proxy_settings
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), serde_json::Value::String((*v).to_owned())))
+                    .collect();
+                std::fs::write(&file, serde_json::Value::Object(json).to_string())
+                    .expect("rmq-proxy.json written");
+                spec = spec.arg("-pc").arg(&file);
+            }
+            (spec, dir, ports)
+        });
+        process.keep_ports(extra_ports);
         BrokerProcess {
-            process: ChildProcess::start(spec, dir, ports),
+            process,
             port,
             grpc_port: None,
             namesrv: namesrv.to_owned(),

@@ -375,7 +375,59 @@ impl ChildProcess {
         Ok(())
     }
 
+    /// [`start`](Self::start) for a process given reserved ports: when it exits at once
+    /// because one of them is taken after all (`Address already in use` in its stderr: a
+    /// process outside the reservations bound it between our check and its bind), it is
+    /// started again from `make` (fresh ports, a fresh directory), three times at most.
+    ///
+    /// # Panics
+    /// As [`start`](Self::start).
+    #[must_use]
+    pub fn start_on_free_ports(
+        mut make: impl FnMut() -> (ProcessSpec, TestDir, Vec<PortReservation>),
+    ) -> Self {
+        const ATTEMPTS: usize = 3;
+        for attempt in 1..=ATTEMPTS {
+            let (spec, dir, ports) = make();
+            let mut process = Self::new(spec, dir, ports);
+            let status = match process.try_spawn_and_wait() {
+                Ok(()) => return process,
+                Err(status) => status,
+            };
+            let stderr = process.stderr();
+            if attempt == ATTEMPTS || !stderr.contains("Address already in use") {
+                // Drop prints the end of its logs.
+                panic!(
+                    "{} exited before it was ready ({status})",
+                    process.spec.name
+                );
+            }
+            eprintln!(
+                "harness: {} found a reserved port taken ({}); starting it again on other ports",
+                process.spec.name,
+                stderr.trim()
+            );
+        }
+        unreachable!("the last attempt returns or panics")
+    }
+
+    /// Keeps `ports` reserved for as long as this process handle lives.
+    pub fn keep_ports(&mut self, ports: Vec<PortReservation>) {
+        self.ports.extend(ports);
+    }
+
     fn spawn_and_wait(&mut self) {
+        if let Err(status) = self.try_spawn_and_wait() {
+            // Drop prints the end of its logs.
+            panic!("{} exited before it was ready ({status})", self.spec.name);
+        }
+    }
+
+    /// Spawns and waits until ready; `Err` with its exit status when it exits first.
+    ///
+    /// # Panics
+    /// When it cannot be spawned or is not ready in time.
+    fn try_spawn_and_wait(&mut self) -> Result<(), std::process::ExitStatus> {
         if let Err(e) = self.spawn_child() {
             panic!(
                 "cannot start {} ({}): {e}",
@@ -393,11 +445,10 @@ impl ChildProcess {
                 if let Some(c) = self.child.take() {
                     crate::procs::untrack(c.id());
                 }
-                // Drop prints the end of its logs.
-                panic!("{} exited before it was ready ({status})", self.spec.name);
+                return Err(status);
             }
             if self.check_ready() {
-                return;
+                return Ok(());
             }
             if Instant::now() > deadline {
                 self.stop();
