@@ -20,8 +20,10 @@
 //!
 //! Each second a progress line goes to stderr; the summary (text, or JSON with `--json`)
 //! goes to stdout. When stderr is a terminal, producer, consumer and the gRPC modes also
-//! keep a live status line at its bottom ([`status`]; `--no-progress` turns it off).
+//! keep a live status line at its bottom ([`status`]; `--no-progress` turns it off), and
+//! `--chart FILE.svg` draws the run's seconds ([`chart`]).
 
+pub mod chart;
 pub mod consumer;
 pub mod grpc;
 pub mod producer;
@@ -172,6 +174,8 @@ pub struct Run {
     pub latencies: Latencies,
     /// Set when the duration is over.
     pub stop: AtomicBool,
+    /// Each second's figures, as the progress lines print them (`--chart`).
+    pub timeline: chart::Timeline,
 }
 
 impl Run {
@@ -200,6 +204,12 @@ pub async fn report_progress(
         let bytes = run.counters.bytes.load(Ordering::Relaxed);
         let errs = run.counters.errors.load(Ordering::Relaxed);
         let interval = run.latencies.interval();
+        run.timeline.push(chart::Second {
+            at: start.elapsed().as_secs(),
+            messages: msgs - last_msgs,
+            p99_ms: run.latencies.last_interval_p99_ms(),
+            errors: errs - last_errs,
+        });
         let line = progress_line(
             start.elapsed().as_secs(),
             msgs - last_msgs,

@@ -674,6 +674,12 @@ pub fn markdown(r: &Results, chart_dir: &str, charts: &[String], notes: &Notes) 
          same time), so look at the ranges and at **broker CPU seconds per million messages**, which \
          stays fair when the load generator and the broker share the cores.\n\n",
     );
+    md.push_str(
+        "The charts below are in `docs/bench/` (a full run writes them there, with `results.json`). \
+         One run of the load generator by itself draws its own: `mqbench producer|consumer|grpc-producer|\
+         grpc-consumer ... --chart run.svg` (messages, p99 and errors per second); on a terminal it \
+         also keeps a live status line.\n\n",
+    );
 
     // Machine.
     let m = &r.machine;

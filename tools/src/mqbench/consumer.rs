@@ -17,6 +17,7 @@ use remoting::protocol::heartbeat::{
 };
 use remoting::{RemotingCommand, RequestCode};
 
+use super::chart::ChartArgs;
 use super::stamp;
 use super::stats::{Recorder, Summary};
 use super::status::{StatusArgs, StatusLine};
@@ -82,6 +83,9 @@ pub struct ConsumerArgs {
     /// The live status line.
     #[command(flatten)]
     pub status: StatusArgs,
+    /// The chart of the run.
+    #[command(flatten)]
+    pub chart: ChartArgs,
 }
 
 struct QueueLoop {
@@ -316,8 +320,7 @@ pub async fn run(
             remark: "no readable queue on any broker".to_owned(),
         });
     }
-    let _ = writeln!(
-        err.lock(),
+    let header = format!(
         "mqbench consumer: topic={topic} topics={} group={} queues={} from={:?} catch_up={} subscription={} {}",
         args.topics.max(1),
         args.group,
@@ -327,6 +330,7 @@ pub async fn run(
         subscription.0,
         subscription.1
     );
+    let _ = writeln!(err.lock(), "{header}");
     let (status_line, err) = StatusLine::start(&args.status, &run, "received", false, err);
     let started = Instant::now();
     let reporter = tokio::spawn(report_progress(
@@ -354,6 +358,8 @@ pub async fn run(
     }
     let _ = reporter.await;
     status_line.finish();
+    args.chart
+        .write(&header, "end-to-end latency", &run.timeline)?;
     if let Some(h) = heartbeat {
         h.abort();
     }

@@ -28,6 +28,7 @@ use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
 use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
+use super::chart::ChartArgs;
 use super::stats::{Recorder, Summary};
 use super::status::{StatusArgs, StatusLine};
 use super::{Run, parse_duration, report_progress, settings};
@@ -82,6 +83,9 @@ pub struct GrpcProducerArgs {
     /// The live status line.
     #[command(flatten)]
     pub status: StatusArgs,
+    /// The chart of the run.
+    #[command(flatten)]
+    pub chart: ChartArgs,
 }
 
 /// How a consumer acks.
@@ -136,6 +140,9 @@ pub struct GrpcConsumerArgs {
     /// The live status line.
     #[command(flatten)]
     pub status: StatusArgs,
+    /// The chart of the run.
+    #[command(flatten)]
+    pub chart: ChartArgs,
 }
 
 /// One client's identity and connections.
@@ -346,6 +353,10 @@ pub async fn run_producer(
     let body = bytes::Bytes::from(vec![b'x'; args.size]);
     let budget = args.messages.map(AtomicU64::new).map(Arc::new);
     let timeout = Duration::from_millis(args.timeout_ms);
+    let header = format!(
+        "mqbench grpc-producer: endpoint={} topic={} size={} threads={} inflight={} connections={}",
+        args.endpoint, args.topic, args.size, args.threads, args.inflight, args.connections
+    );
     let (status_line, err) = StatusLine::start(&args.status, &run, "sent", true, err);
     let reporter = tokio::spawn(report_progress(
         Arc::clone(&run),
@@ -412,6 +423,7 @@ pub async fn run_producer(
     let elapsed = start.elapsed();
     let _ = reporter.await;
     status_line.finish();
+    args.chart.write(&header, "send latency", &run.timeline)?;
     let _ = run.latencies.interval();
     Ok(Summary::new(
         "grpc-producer",
@@ -537,6 +549,10 @@ pub async fn run_consumer(
     let run = Arc::new(Run::default());
     let received = Arc::new(AtomicU64::new(0));
     let next_queue = Arc::new(AtomicUsize::new(0));
+    let header = format!(
+        "mqbench grpc-consumer: endpoint={} topic={} group={} consumers={} batch={} ack={:?}",
+        args.endpoint, args.topic, args.group, args.consumers, args.batch, args.ack
+    );
     let (status_line, err) = StatusLine::start(&args.status, &run, "received", false, err);
     let reporter = tokio::spawn(report_progress(
         Arc::clone(&run),
@@ -662,6 +678,8 @@ pub async fn run_consumer(
     let elapsed = start.elapsed();
     let _ = reporter.await;
     status_line.finish();
+    args.chart
+        .write(&header, "end-to-end latency", &run.timeline)?;
     let _ = run.latencies.interval();
     Ok(Summary::new(
         "grpc-consumer",

@@ -13,6 +13,7 @@ use remoting::client::ClientConfig as RemotingConfig;
 use remoting::{RemotingClient, RemotingError};
 use tokio::sync::Semaphore;
 
+use super::chart::ChartArgs;
 use super::stats::{Recorder, Summary};
 use super::status::{StatusArgs, StatusLine};
 use super::{Run, parse_duration, report_progress, settings};
@@ -91,6 +92,9 @@ pub struct ProducerArgs {
     /// The live status line.
     #[command(flatten)]
     pub status: StatusArgs,
+    /// The chart of the run.
+    #[command(flatten)]
+    pub chart: ChartArgs,
     /// Stamp each body with its send time in microseconds (`mqbench consumer` then measures
     /// end-to-end latency from it instead of the millisecond born timestamp); costs an
     /// allocation per message.
@@ -383,8 +387,7 @@ pub async fn run(
     let run = Arc::new(Run::default());
     let ids = Arc::new(uniq_id::local_generator());
     let body = Bytes::from(vec![b'x'; args.size]);
-    let _ = writeln!(
-        err.lock(),
+    let header = format!(
         "mqbench producer: topic={} topics={} queues={} size={} threads={} mode={:?} batch={} connections={} rate={}",
         args.topic.trim(),
         topics.len(),
@@ -396,6 +399,7 @@ pub async fn run(
         args.connections,
         args.rate.map_or("unlimited".to_owned(), |r| r.to_string())
     );
+    let _ = writeln!(err.lock(), "{header}");
     let (status_line, err) = StatusLine::start(&args.status, &run, "sent", true, err);
     let started = Instant::now();
     let reporter = tokio::spawn(report_progress(Arc::clone(&run), "sent", Arc::clone(&err)));
@@ -431,6 +435,7 @@ pub async fn run(
     let elapsed = started.elapsed();
     let _ = reporter.await;
     status_line.finish();
+    args.chart.write(&header, "send latency", &run.timeline)?;
     let _ = run.latencies.interval();
     for c in &clients {
         c.shutdown();
