@@ -342,6 +342,20 @@ impl MappedFile {
         Some(kb * 1024)
     }
 
+    /// Drops the file's synced pages from memory — this mapping's
+    /// ([`release`](Self::release)) and the page cache (`POSIX_FADV_DONTNEED`) — so the next
+    /// read of them comes from the disk: cold reads in tests and benchmarks. Pages not yet
+    /// synced stay. Best effort (a file system without a page cache of its own, tmpfs,
+    /// keeps them); false if the kernel refused the advice.
+    pub fn drop_cached_pages(&self) -> bool {
+        self.release(0, self.0.size);
+        // SAFETY: an advice about our own open file descriptor; no memory is touched.
+        let rc = unsafe {
+            libc::posix_fadvise(self.0.file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED)
+        };
+        rc == 0
+    }
+
     /// Whether every page of `[pos, pos + len)` is in the page cache (`mincore`): a read
     /// there costs no disk I/O. `None` if the range is outside the file or the call fails.
     #[must_use]
