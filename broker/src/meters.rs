@@ -444,10 +444,24 @@ pub(crate) fn is_retry_or_dlq(topic: &str) -> bool {
 
 pub(crate) fn is_system_group(group: &str) -> bool {
     // RocketMQ's metrics also take its prefix in any case (`BrokerMetricsManager.isSystemGroup`).
+    const PREFIX: &str = "cid_rmq_sys_";
     system::is_system_group(group)
         || group
-            .get(..12)
-            .is_some_and(|p| p.eq_ignore_ascii_case("cid_rmq_sys_"))
+            .get(..PREFIX.len())
+            .is_some_and(|p| p.eq_ignore_ascii_case(PREFIX))
+}
+
+/// `consumer_group` and `topic`, then `rest` (the POP revive counters' labels).
+fn group_topic_labels<const N: usize>(
+    group: &str,
+    topic: &str,
+    rest: [(&'static str, Cow<'static, str>); N],
+) -> Labels<'static> {
+    let mut labels = Vec::with_capacity(2 + N);
+    labels.push(("consumer_group", Cow::Owned(group.to_owned())));
+    labels.push(("topic", Cow::Owned(topic.to_owned())));
+    labels.extend(rest);
+    labels
 }
 
 fn topic_labels(topic: &str) -> Labels<'static> {
@@ -579,12 +593,14 @@ impl BrokerMetrics {
         for (group, topic, c) in m.revive_in.entries() {
             for (kind, status, n) in c.figures() {
                 series.push((
-                    vec![
-                        ("consumer_group", Cow::Owned(group.to_string())),
-                        ("topic", Cow::Owned(topic.to_string())),
-                        ("revive_message_type", Cow::Borrowed(REVIVE_KINDS[kind])),
-                        ("put_status", Cow::Borrowed(status)),
-                    ],
+                    group_topic_labels(
+                        &group,
+                        &topic,
+                        [
+                            ("revive_message_type", Cow::Borrowed(REVIVE_KINDS[kind])),
+                            ("put_status", Cow::Borrowed(status)),
+                        ],
+                    ),
                     n,
                 ));
             }
@@ -594,12 +610,14 @@ impl BrokerMetrics {
         for (group, topic, by) in m.revive_out.entries() {
             for ((queue_id, kind), n) in by.lock().iter() {
                 series.push((
-                    vec![
-                        ("consumer_group", Cow::Owned(group.to_string())),
-                        ("topic", Cow::Owned(topic.to_string())),
-                        ("queue_id", Cow::Owned(queue_id.to_string())),
-                        ("revive_message_type", Cow::Borrowed(REVIVE_KINDS[*kind])),
-                    ],
+                    group_topic_labels(
+                        &group,
+                        &topic,
+                        [
+                            ("queue_id", Cow::Owned(queue_id.to_string())),
+                            ("revive_message_type", Cow::Borrowed(REVIVE_KINDS[*kind])),
+                        ],
+                    ),
                     *n,
                 ));
             }
@@ -609,11 +627,7 @@ impl BrokerMetrics {
         for (group, topic, c) in m.revive_retry.entries() {
             for (_, status, n) in c.figures() {
                 series.push((
-                    vec![
-                        ("consumer_group", Cow::Owned(group.to_string())),
-                        ("topic", Cow::Owned(topic.to_string())),
-                        ("put_status", Cow::Borrowed(status)),
-                    ],
+                    group_topic_labels(&group, &topic, [("put_status", Cow::Borrowed(status))]),
                     n,
                 ));
             }

@@ -11,10 +11,11 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ACTION_TIMEOUT, Shared};
 use remoting::protocol::admin::TopicStatsTable;
+use remoting::protocol::constants::system;
 use remoting::protocol::route::TopicRouteData;
 
+use super::{ACTION_TIMEOUT, Shared};
 use crate::admin::select_addr;
 use crate::error::ToolsError;
 use crate::mqadmin::consumer::{examine_consume_stats, examine_consumer_connection};
@@ -102,11 +103,11 @@ pub async fn cluster(State(st): S) -> Response {
 
 /// A topic's kind as the topic list filters it.
 fn topic_kind(topic: &str) -> &'static str {
-    if topic.starts_with("%RETRY%") {
+    if topic.starts_with(system::RETRY_GROUP_TOPIC_PREFIX) {
         "retry"
-    } else if topic.starts_with("%DLQ%") {
+    } else if topic.starts_with(system::DLQ_GROUP_TOPIC_PREFIX) {
         "dlq"
-    } else if remoting::protocol::constants::system::is_system_topic(topic) {
+    } else if system::is_system_topic(topic) {
         "system"
     } else {
         "normal"
@@ -266,10 +267,7 @@ pub async fn groups(State(st): S) -> Response {
     }
     let groups: Vec<Value> = all
         .into_iter()
-        .map(|g| {
-            let system = remoting::protocol::constants::system::is_system_group(&g);
-            json!({ "group": g, "system": system })
-        })
+        .map(|g| json!({ "group": g, "system": system::is_system_group(&g) }))
         .collect();
     Json(json!({ "groups": groups })).into_response()
 }
