@@ -48,24 +48,36 @@ pub trait DiskUsage: Send + Sync + Debug {
     fn used_ratio(&self, path: &Path) -> Option<f64>;
 }
 
-/// `statvfs`: (blocks − free blocks) / blocks, RocketMQ's
-/// `getDiskPartitionSpaceUsedPercent` (free includes the root-reserved blocks).
+/// `statvfs`, as RocketMQ's `UtilAll.getDiskPartitionSpaceUsedPercent` measures it: see
+/// [`used_ratio_of`].
 #[derive(Debug, Default, Clone, Copy)]
 pub struct StatvfsDiskUsage;
 
 impl DiskUsage for StatvfsDiskUsage {
     fn used_ratio(&self, path: &Path) -> Option<f64> {
         let s = rustix::fs::statvfs(path).ok()?;
-        if s.f_blocks == 0 {
-            return None;
-        }
-        let used = s.f_blocks.saturating_sub(s.f_bfree);
-        Some(used as f64 / s.f_blocks as f64)
+        used_ratio_of(s.f_blocks, s.f_bfree, s.f_bavail)
     }
 }
 
-/// Bytes used on the file system holding `path` (blocks − free blocks, as
-/// [`StatvfsDiskUsage`] counts them; RocketMQ's `rocketmq_storage_size`), `None` if it
+/// The used share of a file system of `blocks`, `free` of them free and `available` of those
+/// free to an unprivileged writer: used / (used + available), rounded up to a whole percent,
+/// as RocketMQ (4.9 and 5.x) computes it. Blocks only root may take count as neither, so a
+/// disk whose last free blocks are reserved for root reads as full: that is when our writes
+/// would fail. `None` for an empty file system.
+#[must_use]
+pub fn used_ratio_of(blocks: u64, free: u64, available: u64) -> Option<f64> {
+    let used = u128::from(blocks.saturating_sub(free));
+    let entire = used + u128::from(available);
+    if entire == 0 {
+        return None;
+    }
+    let percent = (used * 100).div_ceil(entire);
+    Some(percent as f64 / 100.0)
+}
+
+/// Bytes used on the file system holding `path` (blocks − free blocks, the used part of
+/// [`used_ratio_of`]; RocketMQ's `rocketmq_storage_size`), `None` if it
 /// cannot be read.
 #[must_use]
 pub fn used_bytes(path: &Path) -> Option<u64> {
@@ -386,6 +398,28 @@ mod tests {
         assert!(
             v.space_to_delete && !v.disk_full,
             "unreadable counts as full-ish, like RocketMQ's -1"
+        );
+    }
+
+    #[test]
+    fn used_share_counts_only_what_a_writer_may_take() {
+        // A disk read on a build machine: 252 GiB, 191 GiB free, of which 30 GiB available
+        // (the rest reserved): RocketMQ's 68%, not the 25% blocks alone would say.
+        let gib = 1 << 18; // 4 KiB blocks
+        assert_eq!(
+            used_ratio_of(252 * gib, 191 * gib, 30 * gib),
+            Some(0.68),
+            "61 / (61 + 30), rounded up"
+        );
+        // Every available block taken: full, though root's reserve is still free.
+        assert_eq!(used_ratio_of(100, 5, 0), Some(1.0));
+        assert_eq!(used_ratio_of(100, 100, 100), Some(0.0));
+        assert_eq!(used_ratio_of(100, 10, 10), Some(0.9));
+        assert_eq!(used_ratio_of(0, 0, 0), None);
+        assert_eq!(
+            used_ratio_of(u64::MAX, 0, u64::MAX),
+            Some(0.5),
+            "no overflow"
         );
     }
 
