@@ -14,9 +14,13 @@
 //! [`CaseRun::parse`] reads what a case program printed, [`CaseRun::failure`] says whether the
 //! program failed, [`check_deliveries`] whether its deliveries are what the case expects;
 //! [`stored`] reads back what a send-only run ([`RunOptions::consume`] false) left on a broker.
-//! Topics and groups are named by [`topic`] and [`group`], typed by [`message_type`].
+//! Topics and groups are named by [`topic`] and [`group`], typed by [`message_type`];
+//! [`warm_up`] makes an endpoint's first, slow call before the first case.
 
 pub mod stored;
+mod warm_up;
+
+pub use warm_up::warm_up;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::env;

@@ -62,7 +62,7 @@ use std::time::{Duration, Instant};
 use integration_tests::grpc::stored::{self, Stored};
 use integration_tests::grpc::{
     CASES, CaseRun, RunOptions, SEND_CASES, Sdk, check_deliveries, group, message_type, sdks_of,
-    topic,
+    topic, warm_up,
 };
 use integration_tests::harness::tools::{self, Tool};
 use integration_tests::harness::{
@@ -235,6 +235,7 @@ impl LocalSystem {
         let broker = BrokerProcess::start_with_grpc(&ns.addr(), &BROKER_SETTINGS, &PROXY_SETTINGS);
         create_topics(&broker, false);
         broker.create_topic_with_attributes(LOCAL_TLS_TOPIC, QUEUES, "+message.type=NORMAL");
+        warm(&broker.grpc_endpoint(), CLUSTER, None);
         eprintln!(
             "grpc_native: local system up in {:.1}s (gRPC in mqbroker at {}, broker {}, name server {})",
             started.elapsed().as_secs_f64(),
@@ -262,6 +263,7 @@ impl System {
         create_topics(&broker, true);
         // After the topics: routes are cached a few seconds.
         let proxy = MqProxy::start(&ns.addr(), &PROXY_SETTINGS);
+        warm(&proxy.grpc_endpoint(), CLUSTER, None);
         eprintln!(
             "grpc_native: system up in {:.1}s (mqproxy at {}, broker {}, name server {})",
             started.elapsed().as_secs_f64(),
@@ -304,6 +306,20 @@ fn started<T>(slot: &Slot<T>, what: &str, start: impl FnOnce() -> T) -> Result<A
     result
 }
 
+/// Makes `endpoint`'s first, slow call ([`warm_up`]) for the route of `topic`, signed with
+/// `credentials` when given; a system that never answers does not start. The topic must be
+/// routed already (the cluster's own topic, or one the start waited for): proxies keep a
+/// missing route for a while.
+fn warm(endpoint: &str, topic: &str, credentials: Option<(&str, &str)>) {
+    match warm_up(endpoint, topic, credentials) {
+        Ok(took) => eprintln!(
+            "grpc_native: {endpoint} answered its first call in {:.1}s",
+            took.as_secs_f64()
+        ),
+        Err(why) => panic!("{why}"),
+    }
+}
+
 fn system() -> Result<Arc<System>, String> {
     started(&SYSTEM, "the sluice system", System::start)
 }
@@ -323,7 +339,9 @@ fn sluice(mode: Mode) -> Result<Arc<dyn Sluice>, String> {
 
 fn apache_proxy(namesrv: &str) -> Result<Arc<ApacheProxy>, String> {
     started(&APACHE, "Apache's proxy", || {
-        ApacheProxy::start(APACHE_PROXY, namesrv, CLUSTER, &[])
+        let proxy = ApacheProxy::start(APACHE_PROXY, namesrv, CLUSTER, &[]);
+        warm(&proxy.grpc_endpoint(), CLUSTER, None);
+        proxy
     })
 }
 
@@ -668,6 +686,13 @@ fn apache_auth_proxy(namesrv: &str) -> ApacheProxy {
     )
 }
 
+/// [`apache_auth_proxy`], after its first call as alice.
+fn warmed_auth_proxy(namesrv: &str) -> ApacheProxy {
+    let proxy = apache_auth_proxy(namesrv);
+    warm(&proxy.grpc_endpoint(), &auth_topic(Sdk::Go), Some(ALICE));
+    proxy
+}
+
 impl AuthSystem {
     fn start() -> AuthSystem {
         let ns = NamesrvProcess::start();
@@ -684,6 +709,9 @@ impl AuthSystem {
                 ("innerClientAuthenticationCredentials", &inner),
             ],
         );
+        for endpoint in [proxy.grpc_endpoint(), broker.grpc_endpoint()] {
+            warm(&endpoint, &auth_topic(Sdk::Go), Some(ALICE));
+        }
         AuthSystem { proxy, broker, ns }
     }
 }
@@ -696,7 +724,7 @@ impl ApacheAuthSystem {
         let broker = ApacheBroker::start("5.3.3", &ns.addr(), "ASYNC_MASTER", 0, &pairs);
         prepare_acl(&ns.addr(), &broker.addr());
         ApacheAuthSystem {
-            proxy: apache_auth_proxy(&ns.addr()),
+            proxy: warmed_auth_proxy(&ns.addr()),
             _broker: broker,
             _ns: ns,
         }
@@ -760,7 +788,7 @@ impl AuthVia {
             AuthVia::ApacheProxy => {
                 let system = auth_system()?;
                 let proxy = started(&AUTH_APACHE_PROXY, "Apache's proxy with ACLs", || {
-                    apache_auth_proxy(&system.ns.addr())
+                    warmed_auth_proxy(&system.ns.addr())
                 })?;
                 (proxy.grpc_endpoint(), Box::new(move || proxy.log()))
             }

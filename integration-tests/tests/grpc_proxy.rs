@@ -38,7 +38,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use integration_tests::grpc::{CASES, CaseRun, Sdk, check_deliveries, group, message_type, topic};
+use integration_tests::grpc::{
+    CASES, CaseRun, Sdk, check_deliveries, group, message_type, topic, warm_up,
+};
 use integration_tests::harness::tools::{self, Tool};
 use integration_tests::harness::{
     ApacheBroker, ApacheNamesrv, ApacheProxy, BrokerProcess, ChildOutput, NamesrvProcess,
@@ -201,6 +203,11 @@ impl System {
             CLUSTER,
             &PROXY_SETTINGS.map(|(k, v)| (k, v.into())),
         );
+        // Its first, slow call, for the cluster's own route (routed since the broker started:
+        // the proxy would keep a missing route for a while).
+        if let Err(why) = warm_up(&proxy.grpc_endpoint(), CLUSTER, None) {
+            panic!("{why}");
+        }
         let system = System {
             proxy,
             backend,
