@@ -205,9 +205,7 @@ impl System {
         );
         // Its first, slow call, for the cluster's own route (routed since the broker started:
         // the proxy would keep a missing route for a while).
-        if let Err(why) = warm_up(&proxy.grpc_endpoint(), CLUSTER, None) {
-            panic!("{why}");
-        }
+        warm_up(&proxy.grpc_endpoint(), CLUSTER, None).unwrap_or_else(|why| panic!("{why}"));
         let system = System {
             proxy,
             backend,

@@ -24,12 +24,20 @@ const WARM_UP_TIMEOUT: Duration = Duration::from_secs(60);
 /// [`WARM_UP_TIMEOUT`] passes.
 ///
 /// # Errors
-/// No answer in time: what the last attempt met.
+/// `endpoint` is not `host:port`, or no answer came in time: what the last attempt met.
 pub fn warm_up(
     endpoint: &str,
     topic: &str,
     credentials: Option<(&str, &str)>,
 ) -> Result<Duration, String> {
+    let (host, port) = endpoint
+        .rsplit_once(':')
+        .and_then(|(h, p)| Some((h.to_owned(), p.parse::<i32>().ok()?)))
+        .ok_or_else(|| format!("{endpoint:?} is not host:port"))?;
+    let address = pb::Endpoints {
+        scheme: pb::AddressScheme::IPv4.into(),
+        addresses: vec![pb::Address { host, port }],
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -38,7 +46,7 @@ pub fn warm_up(
     runtime.block_on(async {
         let mut last = String::new();
         while started.elapsed() < WARM_UP_TIMEOUT {
-            match query_route(endpoint, topic, credentials).await {
+            match query_route(endpoint, &address, topic, credentials).await {
                 Ok(()) => return Ok(started.elapsed()),
                 Err(why) => last = why,
             }
@@ -50,17 +58,14 @@ pub fn warm_up(
     })
 }
 
-/// One QueryRoute; `Ok` for any answer of the service (a refusal too), `Err` when the call
-/// got none (not connected, timed out).
+/// One QueryRoute to `endpoint` (`address` in the request); `Ok` for any answer of the
+/// service (a refusal too), `Err` when the call got none (not connected, timed out).
 async fn query_route(
     endpoint: &str,
+    address: &pb::Endpoints,
     topic: &str,
     credentials: Option<(&str, &str)>,
 ) -> Result<(), String> {
-    let (host, port) = endpoint
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.to_owned(), p.parse::<i32>().ok()?)))
-        .ok_or_else(|| format!("{endpoint:?} is not host:port"))?;
     let channel = Endpoint::from_shared(format!("http://{endpoint}"))
         .map_err(|e| e.to_string())?
         .connect_timeout(Duration::from_secs(5))
@@ -72,10 +77,7 @@ async fn query_route(
             resource_namespace: String::new(),
             name: topic.to_owned(),
         }),
-        endpoints: Some(pb::Endpoints {
-            scheme: pb::AddressScheme::IPv4.into(),
-            addresses: vec![pb::Address { host, port }],
-        }),
+        endpoints: Some(address.clone()),
     });
     request.set_timeout(Duration::from_secs(20));
     let m = request.metadata_mut();
