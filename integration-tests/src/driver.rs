@@ -2,6 +2,7 @@
 //! measured (commit, profile, uncommitted changes) and the time, for the page they render.
 //! Building and copying the binaries is [`crate::harness::build`]'s.
 
+use crate::spawn::GatedCommand;
 use std::process::Command;
 
 use crate::harness::build::workspace_root;
@@ -11,7 +12,7 @@ use crate::harness::build::workspace_root;
 pub fn sh(program: &str, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
-        .output()
+        .gated_output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
         .unwrap_or_default()

@@ -42,6 +42,7 @@
 //! loopback port. Name server addresses given to [`JavaTools::mqadmin`] or as `--namesrv` must be on
 //! loopback.
 
+use crate::spawn::GatedCommand;
 use std::collections::BTreeMap;
 use std::env;
 use std::fs;
@@ -473,7 +474,7 @@ pub fn apache_dist(version: &str) -> Result<ApacheDist, String> {
         .arg(&script)
         .arg(version)
         .arg(&out_dir)
-        .output()
+        .gated_output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     if !out.status.success() {
         return Err(format!(

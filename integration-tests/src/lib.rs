@@ -6,6 +6,8 @@
 //!   broker, ha_pair, cluster, mqadmin, wait (see its docs); every test and driver starts them
 //!   through it.
 //! - `ports`: free loopback ports, reserved so parallel tests do not collide; loopback checks.
+//! - `spawn`: every child started under a gate that a listener handing its port over closes
+//!   through, so no child forked meanwhile keeps the port bound.
 //! - `client`: a blocking remoting client, one-shot requests, and a broker stand-in for name
 //!   server tests.
 //! - `java`: build and run the Java test programs and the official `mqadmin`
@@ -56,6 +58,7 @@ pub mod ports;
 pub mod procs;
 pub mod reliability;
 pub mod rust_client;
+pub mod spawn;
 pub mod stats;
 pub mod timer_deliveries;
 pub mod timers;

@@ -1,6 +1,7 @@
 //! What a driver's run ran on: CPU, memory, disk, kernel, toolchains, load — recorded in the
 //! results of `bench` and `reliability` alike.
 
+use crate::spawn::GatedCommand;
 use std::fs;
 use std::path::Path;
 use std::process::Command;
@@ -35,7 +36,7 @@ pub struct Machine {
 fn run(program: &str, args: &[&str]) -> String {
     Command::new(program)
         .args(args)
-        .output()
+        .gated_output()
         .ok()
         .map(|o| {
             let mut s = String::from_utf8_lossy(&o.stdout).into_owned();

@@ -6,7 +6,8 @@
 //! - a port below the kernel's ephemeral range (`ip_local_port_range`), so no
 //!   outgoing connection of any process on the machine can take it by accident;
 //! - a listener bound on `127.0.0.1:port` until the child is about to start
-//!   ([`PortReservation::release_listener`]), proving the port is free now;
+//!   ([`PortReservation::release_listener`]), proving the port is free now; it is closed
+//!   through [`crate::spawn::close_listener`], so no child forked meanwhile keeps it bound;
 //! - a lock file `<tmp>/sluice-test-ports/<port>.lock` holding our pid, created with
 //!   `O_EXCL` and removed on drop, so another test process skips the port even after
 //!   our listener is closed and while our child owns it. Lock files of processes that
@@ -63,16 +64,19 @@ impl PortReservation {
         SocketAddr::V4(SocketAddrV4::new(Ipv4Addr::LOCALHOST, self.port))
     }
 
-    /// Closes the placeholder listener so a child can bind the port. The lock file
-    /// stays until the reservation is dropped.
+    /// Closes the placeholder listener so a child can bind the port (through the spawn gate:
+    /// no child forked meanwhile keeps it bound). The lock file stays until the reservation is
+    /// dropped.
     pub fn release_listener(&mut self) {
-        self.listener = None;
+        if let Some(listener) = self.listener.take() {
+            crate::spawn::close_listener(listener);
+        }
     }
 }
 
 impl Drop for PortReservation {
     fn drop(&mut self) {
-        self.listener = None;
+        self.release_listener();
         let _ = fs::remove_file(&self.lock_file);
     }
 }

@@ -6,6 +6,7 @@
 //! hooks registered with [`on_interrupt`] (unmounting a scratch file system, say). Also their
 //! CPU time and anonymous RSS from `/proc`.
 
+use crate::spawn::GatedCommand;
 use std::collections::BTreeSet;
 use std::fs::{self, File};
 use std::io;
@@ -62,7 +63,7 @@ fn signal_group(pgid: u32, signal: &str) {
         .args([&format!("-{signal}"), "--", &format!("-{pgid}")])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status();
+        .gated_status();
 }
 
 /// Kills every registered process group and tracked process at once (SIGKILL).
@@ -77,7 +78,7 @@ pub fn kill_all() {
             .args(["-KILL", &pid.to_string()])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .status();
+            .gated_status();
     }
 }
 
@@ -159,7 +160,7 @@ impl Proc {
             .stderr(err)
             .process_group(0);
         let child = cmd
-            .spawn()
+            .gated_spawn()
             .map_err(|e| io::Error::new(e.kind(), format!("cannot start {name} ({cmd:?}): {e}")))?;
         let pid = child.id();
         groups().insert(pid);
@@ -298,7 +299,7 @@ fn clock_ticks() -> f64 {
     *TICKS.get_or_init(|| {
         Command::new("getconf")
             .arg("CLK_TCK")
-            .output()
+            .gated_output()
             .ok()
             .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
             .unwrap_or(100.0)
@@ -566,7 +567,7 @@ mod tests {
         let before = children_cpu_seconds();
         let status = Command::new("/bin/sh")
             .args(["-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done"])
-            .status()
+            .gated_status()
             .unwrap();
         assert!(status.success());
         assert!(children_cpu_seconds() > before);

@@ -3,6 +3,7 @@
 //! when Java and Maven can provide it. The full side-by-side run is by hand (BENCHMARKS.md).
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
+use integration_tests::spawn::GatedCommand;
 use std::path::Path;
 use std::process::Command;
 
@@ -29,7 +30,7 @@ fn run_driver(out: &Path, args: &[&str]) -> Results {
         .args(["--quick", "--out"])
         .arg(out)
         .args(args)
-        .output()
+        .gated_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

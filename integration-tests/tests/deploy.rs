@@ -18,6 +18,7 @@
     reason = "test code: a failed step should fail the test"
 )]
 
+use integration_tests::spawn::GatedCommand;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
 use std::net::TcpStream;
@@ -79,7 +80,7 @@ fn mqadmin(ns: &str, args: &[&str]) -> Output {
         .env_remove("NAMESRV_ADDR")
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
-        .output()
+        .gated_output()
         .unwrap()
 }
 
@@ -469,7 +470,7 @@ fn namesrv_config_prints() {
         .arg(deploy_dir().join("namesrv.toml"))
         .arg("-p")
         .env("RUST_LOG", "warn")
-        .output()
+        .gated_output()
         .unwrap();
     let text = assert_ok(&out, "mqnamesrv -p");
     assert!(text.lines().any(|l| l == "listenPort=9876"), "{text}");
@@ -539,7 +540,7 @@ impl LocalCluster {
             .env("RUST_LOG", "info")
             .env_remove("NAMESRV_ADDR")
             .stdin(Stdio::null())
-            .output()
+            .gated_output()
             .unwrap()
     }
 
@@ -708,7 +709,7 @@ fn local_cluster_script_up_status_drill_down() {
     let crashed = lc.pids()["broker-a-master"];
     let killed = Command::new("kill")
         .args(["-KILL", &crashed.to_string()])
-        .status()
+        .gated_status()
         .unwrap();
     assert!(killed.success());
     wait_for("the crashed broker gone", FORM_TIMEOUT, || {
@@ -752,7 +753,7 @@ fn local_cluster_script_up_status_drill_down() {
     // `mqadmin switchRole --help` tells an operator the same.
     let help = Command::new(lc.bin_dir.join("mqadmin"))
         .args(["switchRole", "--help"])
-        .output()
+        .gated_output()
         .unwrap();
     let help = assert_ok(&help, "mqadmin switchRole --help");
     for said in [

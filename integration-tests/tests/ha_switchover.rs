@@ -22,6 +22,7 @@ use std::time::Duration;
 
 use integration_tests::client::{SyncClient, send_request, try_request};
 use integration_tests::harness::{HaPair, mqadmin, registered_ids, wait_caught_up, wait_until};
+use integration_tests::spawn::close_listener;
 
 const SETTLE: Duration = Duration::from_secs(20);
 
@@ -60,7 +61,9 @@ fn a_promotion_whose_ha_port_is_taken_leaves_the_read_only_slave_it_was() {
     assert_eq!(sent.code(), 0, "{:?}", sent.remark());
     wait_caught_up(&a.addr(), &b.addr(), &a.ha_addr(), SETTLE).unwrap();
 
-    drop(holder);
+    // Closed through the spawn gate: free at once, not kept bound by a child another test's
+    // thread is forking.
+    close_listener(holder);
     mqadmin(&ns_addr, &["switchRole", "-b", &b.addr(), "-r", "MASTER"]).assert_ok();
     let status = b.ha_status().unwrap();
     assert!(status.is_master() && status.broker_id == 0, "{status:?}");

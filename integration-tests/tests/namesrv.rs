@@ -6,6 +6,7 @@
     reason = "test helpers: a failed step should fail the test loudly"
 )]
 
+use integration_tests::spawn::GatedCommand;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::process::Command;
@@ -426,7 +427,7 @@ fn config_files_load_and_print() {
         .arg("-c")
         .arg(&deploy)
         .arg("-p")
-        .output()
+        .gated_output()
         .unwrap();
     assert!(
         out.status.success(),
@@ -445,7 +446,7 @@ fn config_files_load_and_print() {
         .arg("-c")
         .arg(&conf)
         .arg("-p")
-        .output()
+        .gated_output()
         .unwrap();
     let printed = text_to_properties(&String::from_utf8_lossy(&out.stdout));
     assert_eq!(
@@ -459,7 +460,7 @@ fn config_files_load_and_print() {
     // Bad settings: a clear error and a non-zero exit.
     let out = Command::new(&mqnamesrv)
         .args(["-o", "listenPort=many", "-p"])
-        .output()
+        .gated_output()
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("listenPort"));

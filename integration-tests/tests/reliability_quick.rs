@@ -7,6 +7,7 @@
 //! long run is by hand (RELIABILITY.md; its POP duplicate ratio is judged there).
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
+use integration_tests::spawn::GatedCommand;
 use std::process::Command;
 
 use integration_tests::reliability::report::{self, Results};
@@ -80,7 +81,7 @@ fn quick_reliability_run_of_every_scenario() {
     let output = Command::new(env!("CARGO_BIN_EXE_reliability"))
         .args(["--quick", "--out"])
         .arg(out.path())
-        .output()
+        .gated_output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     let stdout = String::from_utf8_lossy(&output.stdout);

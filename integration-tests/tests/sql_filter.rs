@@ -24,6 +24,7 @@
     reason = "test code: a failed step should fail the test"
 )]
 
+use integration_tests::spawn::GatedCommand;
 use std::collections::BTreeSet;
 use std::io::Write;
 use std::process::{Command, Stdio};
@@ -488,7 +489,7 @@ fn apache_filter_agrees_on_random_expressions() {
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .spawn()
+        .gated_spawn()
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let input = lines.join("\n") + "\n";

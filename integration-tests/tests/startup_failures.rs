@@ -11,6 +11,7 @@
 
 #![allow(clippy::unwrap_used, reason = "test: a failed step should fail loudly")]
 
+use integration_tests::spawn::GatedCommand;
 use std::net::TcpListener;
 use std::path::Path;
 use std::time::Duration;
@@ -207,7 +208,7 @@ fn grpc_send(port: u16, topic: &str) -> Result<String, String> {
             topic,
         ])
         .args(["-p", "through gRPC"])
-        .output()
+        .gated_output()
         .unwrap();
     let text = format!(
         "{}{}",

@@ -14,6 +14,7 @@
     reason = "test code: a failed step should fail the test"
 )]
 
+use integration_tests::spawn::GatedCommand;
 use std::collections::BTreeSet;
 use std::process::{Command, Output};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -29,7 +30,7 @@ fn tool(name: &str, args: &[&str]) -> Output {
         .args(args)
         .env_remove("NAMESRV_ADDR")
         .env("RUST_LOG", "warn")
-        .output()
+        .gated_output()
         .unwrap()
 }
 
@@ -204,7 +205,7 @@ fn usage_and_connection_errors_have_exit_codes() {
     let o = Command::new(binary("tools", "mqadmin"))
         .args(["topicList"])
         .env("NAMESRV_ADDR", &closed)
-        .output()
+        .gated_output()
         .unwrap();
     assert_eq!(o.status.code(), Some(1));
     assert!(stderr(&o).contains(&closed), "{}", stderr(&o));
@@ -544,7 +545,7 @@ fn mqbench_producer_and_consumer_against_a_broker() {
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
-        .spawn()
+        .gated_spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     for mode in ["sync", "async", "oneway"] {

@@ -1,6 +1,7 @@
 //! The disk's sequential-write ceiling measured the same day and the criterion results
 //! found in `target/criterion` (the machine itself: [`crate::machine`]).
 
+use crate::spawn::GatedCommand;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
@@ -37,7 +38,7 @@ pub fn disk_ceiling(dir: &Path, bytes: u64) -> DiskCeiling {
             .arg("bs=1M")
             .arg(format!("count={count}"))
             .arg(flag)
-            .output()
+            .gated_output()
             .is_ok_and(|o| o.status.success());
         let secs = started.elapsed().as_secs_f64();
         let _ = fs::remove_file(&file);
@@ -59,7 +60,7 @@ pub fn disk_ceiling(dir: &Path, bytes: u64) -> DiskCeiling {
         .arg("bs=4k")
         .arg(format!("count={syncs}"))
         .arg("oflag=dsync")
-        .output()
+        .gated_output()
         .is_ok_and(|o| o.status.success());
     let sync_write_ms = if ok {
         started.elapsed().as_secs_f64() * 1000.0 / f64::from(syncs)

@@ -11,6 +11,7 @@
 //!   build all four in the driver's profile, then copy them aside, since others may rebuild
 //!   `target/` while a long run goes on.
 
+use crate::spawn::GatedCommand;
 use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::fs;
@@ -123,7 +124,7 @@ fn cargo_build(package: &str) -> Result<(), String> {
         .args(profile_args(&bin_dir()));
     let started = Instant::now();
     let out = cmd
-        .output()
+        .gated_output()
         .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?;
     if !out.status.success() {
         return Err(format!(
@@ -187,7 +188,7 @@ pub fn build_binaries(bin_dir: &Path, who: &str) -> Result<(), String> {
     }
     eprintln!("{who}: building the binaries ({cmd:?})");
     let out = cmd
-        .output()
+        .gated_output()
         .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?;
     if out.status.success() {
         Ok(())

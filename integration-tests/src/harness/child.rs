@@ -19,6 +19,7 @@
 //! Our binaries get `RUST_LOG=info` (or `$SLUICE_CHILD_RUST_LOG`), never the test's own
 //! `RUST_LOG`, so readiness lines are always logged.
 
+use crate::spawn::GatedCommand;
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -247,7 +248,7 @@ impl ProcessSpec {
             .command(dir)
             .stdout(log(&stdout_path))
             .stderr(log(&stderr_path))
-            .spawn()
+            .gated_spawn()
             .unwrap_or_else(|e| panic!("cannot start {}: {e}", self.name));
         let status = wait_exit(&mut child, timeout).or_else(|| {
             let _ = child.kill();
@@ -362,7 +363,7 @@ impl ChildProcess {
         } else {
             cmd.stdout(stdout.try_clone()?);
         }
-        let mut child = cmd.spawn()?;
+        let mut child = cmd.gated_spawn()?;
         crate::procs::track(child.id());
         self.started = Instant::now();
         self.listening = None;
@@ -825,7 +826,7 @@ fn terminate(child: &Child) {
         .args(["-TERM", &child.id().to_string()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status();
+        .gated_status();
 }
 
 /// Waits up to `timeout` for `child` to exit by itself; `None` when it still runs.

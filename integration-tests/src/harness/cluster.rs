@@ -3,6 +3,7 @@
 //! `SLUICE_TEST_NAMESRV_ADDR` is set — a cluster already running (Apache RocketMQ's, say), used
 //! as it is; and [`unique_name`], the topic and group names tests on such a cluster need.
 
+use crate::spawn::GatedCommand;
 use std::env;
 use std::process::Command;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -123,7 +124,7 @@ impl TestCluster {
         };
         let out = Command::new("sh")
             .args(["-c", &cmd])
-            .output()
+            .gated_output()
             .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
         assert!(
             out.status.success(),

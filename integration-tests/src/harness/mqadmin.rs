@@ -1,6 +1,7 @@
 //! Our `mqadmin` (the `tools` package), run as a command: what it printed and how it
 //! exited ([`MqadminOutput`]), and the topic commands tests set clusters up with.
 
+use crate::spawn::GatedCommand;
 use std::fmt;
 use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -96,7 +97,7 @@ pub fn mqadmin(namesrv: &str, args: &[&str]) -> MqadminOutput {
         .args(["-n", namesrv])
         .env("RUST_LOG", "warn")
         .stdin(Stdio::null())
-        .output()
+        .gated_output()
         .unwrap_or_else(|e| panic!("cannot run mqadmin: {e}"));
     MqadminOutput {
         args: args.iter().map(|a| (*a).to_owned()).collect(),

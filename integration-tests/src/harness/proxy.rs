@@ -19,6 +19,7 @@
     reason = "test harness: a failed step should fail the test"
 )]
 
+use crate::spawn::GatedCommand;
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -153,7 +154,7 @@ pub fn resolve(version: &str) -> Result<String, String> {
         .arg(&script)
         .arg(version)
         .arg(&out_dir)
-        .output()
+        .gated_output()
         .map_err(|e| format!("cannot run {}: {e}", script.display()))?;
     if !out.status.success() {
         return Err(format!(

@@ -3,6 +3,7 @@
 //! unmounted on drop, on panic, and on Ctrl-C of the driver (every live mount is registered
 //! with [`crate::procs::on_interrupt`]).
 
+use crate::spawn::GatedCommand;
 use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -42,7 +43,7 @@ pub struct Tmpfs {
 fn run(args: &[&str]) -> Result<(), String> {
     let out = Command::new(args[0])
         .args(&args[1..])
-        .output()
+        .gated_output()
         .map_err(|e| format!("cannot run {}: {e}", args[0]))?;
     if out.status.success() {
         Ok(())
