@@ -10,6 +10,12 @@
 //! second (then 3, 7 s) later, so the accept time jumps from a fraction of a second
 //! to many seconds.
 //!
+//! Under a machine too busy to run the server's accept loop, the kernel's SYN queue fills and
+//! it answers with SYN cookies; a cookie connection whose last ACK meets a full accept queue is
+//! dropped on the server's side while the client counts it open, so the server never holds
+//! them all. The report carries the kernel's counters of that ([`KernelTcp`]) so such a run
+//! says so.
+//!
 //! [`storm`] is the whole routine (the `connection_storm` test and any other driver
 //! use it); [`Flood`] and the `/proc` readers are its parts.
 
@@ -385,6 +391,73 @@ impl Memory {
     }
 }
 
+/// The kernel's counters of connections it refused or lost on a listen queue (`TcpExt` of
+/// `/proc/net/netstat`: the whole network namespace, not one port).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KernelTcp {
+    /// SYNs answered with a cookie because a SYN queue was full (`SyncookiesSent`).
+    pub syncookies_sent: u64,
+    /// ACKs with a cookie that did not check out (`SyncookiesFailed`).
+    pub syncookies_failed: u64,
+    /// Handshakes dropped on a full accept queue (`ListenOverflows`).
+    pub listen_overflows: u64,
+    /// SYNs and handshakes dropped on a listener for any reason (`ListenDrops`).
+    pub listen_drops: u64,
+}
+
+impl KernelTcp {
+    /// The counters now (`None` when `/proc/net/netstat` cannot be read).
+    #[must_use]
+    pub fn read() -> Option<KernelTcp> {
+        Self::parse(&fs::read_to_string("/proc/net/netstat").ok()?)
+    }
+
+    /// From the text of `/proc/net/netstat`: a `TcpExt:` line of names, then one of values.
+    #[must_use]
+    pub fn parse(netstat: &str) -> Option<KernelTcp> {
+        let mut lines = netstat.lines().filter(|l| l.starts_with("TcpExt:"));
+        let (names, values) = (lines.next()?, lines.next()?);
+        let table: BTreeMap<&str, u64> = names
+            .split_whitespace()
+            .zip(values.split_whitespace())
+            .skip(1)
+            .filter_map(|(n, v)| Some((n, v.parse().ok()?)))
+            .collect();
+        let get = |name: &str| table.get(name).copied().unwrap_or(0);
+        Some(KernelTcp {
+            syncookies_sent: get("SyncookiesSent"),
+            syncookies_failed: get("SyncookiesFailed"),
+            listen_overflows: get("ListenOverflows"),
+            listen_drops: get("ListenDrops"),
+        })
+    }
+
+    /// What grew from `earlier` to `self`.
+    #[must_use]
+    pub fn since(&self, earlier: &KernelTcp) -> KernelTcp {
+        KernelTcp {
+            syncookies_sent: self.syncookies_sent.saturating_sub(earlier.syncookies_sent),
+            syncookies_failed: self
+                .syncookies_failed
+                .saturating_sub(earlier.syncookies_failed),
+            listen_overflows: self
+                .listen_overflows
+                .saturating_sub(earlier.listen_overflows),
+            listen_drops: self.listen_drops.saturating_sub(earlier.listen_drops),
+        }
+    }
+}
+
+impl fmt::Display for KernelTcp {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} SYN cookies sent, {} failed, {} accept-queue overflows, {} listen drops",
+            self.syncookies_sent, self.syncookies_failed, self.listen_overflows, self.listen_drops
+        )
+    }
+}
+
 /// What one storm measured.
 #[derive(Debug, Clone)]
 pub struct StormReport {
@@ -414,6 +487,9 @@ pub struct StormReport {
     pub after: Memory,
     /// Whether the server closed its side of every connection.
     pub released: bool,
+    /// What the kernel refused or lost on listen queues from the flood's first connect until
+    /// the server held them all or the wait gave up (`None`: unreadable).
+    pub kernel: Option<KernelTcp>,
 }
 
 impl StormReport {
@@ -459,6 +535,9 @@ impl fmt::Display for StormReport {
             self.probes_sent,
             self.idle_bytes_per_connection()
         )?;
+        if let Some(kernel) = &self.kernel {
+            writeln!(f, "  kernel, whole machine, during the flood: {kernel}")?;
+        }
         write!(
             f,
             "  VmRSS before {:.1} MiB, with {:.1} MiB, after {:.1} MiB (residue {:+.1} MiB); RssAnon before {:.1}, with {:.1}, after {:.1} MiB; released: {}",
@@ -549,12 +628,16 @@ pub fn storm(plan: &StormPlan) -> StormReport {
     }
     let before = Memory::of(plan.pid);
     let base_fds = fd_count(plan.pid).unwrap_or(0);
+    let kernel_before = KernelTcp::read();
     let mut flood = Flood::open(plan.addr, plan.connections, plan.in_flight);
     let (accepted_in, accepted) =
         match wait_accepted(plan.pid, port, base_fds, flood.len(), plan.timeout) {
             Ok(_) => (Some(flood.started().elapsed()), flood.len()),
             Err(reached) => (None, reached),
         };
+    let kernel = KernelTcp::read()
+        .zip(kernel_before)
+        .map(|(now, before)| now.since(&before));
     // Idle: let the accept burst's transient allocations go before reading.
     thread::sleep(Duration::from_millis(500));
     let with = Memory::of(plan.pid);
@@ -591,5 +674,44 @@ pub fn storm(plan: &StormPlan) -> StormReport {
         with,
         after,
         released,
+        kernel,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kernel_counters_are_read_by_name_and_differenced() {
+        let netstat = "TcpExt: SyncookiesSent SyncookiesRecv SyncookiesFailed EmbryonicRsts ListenOverflows ListenDrops\n\
+                       TcpExt: 7 1 2 0 30 31\n\
+                       IpExt: InNoRoutes InTruncatedPkts\n\
+                       IpExt: 0 0\n";
+        let now = KernelTcp::parse(netstat).unwrap();
+        assert_eq!(
+            now,
+            KernelTcp {
+                syncookies_sent: 7,
+                syncookies_failed: 2,
+                listen_overflows: 30,
+                listen_drops: 31,
+            }
+        );
+        let before = KernelTcp {
+            syncookies_sent: 5,
+            listen_overflows: 30,
+            ..KernelTcp::default()
+        };
+        assert_eq!(
+            now.since(&before).to_string(),
+            "2 SYN cookies sent, 2 failed, 0 accept-queue overflows, 31 listen drops"
+        );
+        assert_eq!(KernelTcp::parse("Ip: Forwarding\nIp: 1\n"), None);
+    }
+
+    #[test]
+    fn this_machine_has_the_counters() {
+        assert!(KernelTcp::read().is_some(), "/proc/net/netstat unreadable");
     }
 }
