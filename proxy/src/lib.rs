@@ -43,6 +43,8 @@
 //! - [`service`]: the tonic service ([`MessagingProxy`]).
 //! - [`server`]: serving it on a bound listener with keepalive.
 //! - [`config`]: [`ProxyConfig`], Apache's `rmq-proxy.json` keys.
+//! - [`client`]: the client's side of a call (endpoints, the SDKs' headers), for sluice's own
+//!   gRPC clients (`mqgrpc`, `mqbench`, the tests).
 //! - [`clock`]: milliseconds since the epoch.
 //! - [`auth`]: authentication and authorization of every call ([`auth::Gate`]) against the
 //!   ACL 2.0 users and policies, read from the brokers (cluster mode) or a directory at hand.
@@ -51,6 +53,7 @@
 
 pub mod auth;
 pub mod backend;
+pub mod client;
 pub mod clock;
 pub mod config;
 pub mod consume;

@@ -30,14 +30,7 @@ pub fn warm_up(
     topic: &str,
     credentials: Option<(&str, &str)>,
 ) -> Result<Duration, String> {
-    let (host, port) = endpoint
-        .rsplit_once(':')
-        .and_then(|(h, p)| Some((h.to_owned(), p.parse::<i32>().ok()?)))
-        .ok_or_else(|| format!("{endpoint:?} is not host:port"))?;
-    let address = pb::Endpoints {
-        scheme: pb::AddressScheme::IPv4.into(),
-        addresses: vec![pb::Address { host, port }],
-    };
+    let address = proxy::client::endpoints(endpoint)?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -72,22 +65,18 @@ async fn query_route(
         .connect()
         .await
         .map_err(|e| format!("cannot connect: {e}"))?;
-    let mut request = tonic::Request::new(pb::QueryRouteRequest {
-        topic: Some(pb::Resource {
-            resource_namespace: String::new(),
-            name: topic.to_owned(),
-        }),
-        endpoints: Some(address.clone()),
-    });
-    request.set_timeout(Duration::from_secs(20));
-    let m = request.metadata_mut();
-    m.insert(
-        "x-mq-client-id",
-        MetadataValue::from_static("sluice-it-warm-up"),
+    let mut request = proxy::client::request(
+        pb::QueryRouteRequest {
+            topic: Some(pb::Resource {
+                resource_namespace: String::new(),
+                name: topic.to_owned(),
+            }),
+            endpoints: Some(address.clone()),
+        },
+        "sluice-it-warm-up",
+        Duration::from_secs(20),
     );
-    m.insert("x-mq-language", MetadataValue::from_static("RUST"));
-    m.insert("x-mq-protocol", MetadataValue::from_static("v2"));
-    m.insert("x-mq-request-id", MetadataValue::from_static("warm-up"));
+    let m = request.metadata_mut();
     if let Some((access_key, secret_key)) = credentials {
         let date_time = utc_now("+%Y%m%dT%H%M%SZ");
         let signed = auth::grpc::authorization(access_key, secret_key, &date_time);

@@ -17,7 +17,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use clap::{Parser, Subcommand};
 use message::id::UniqIdGenerator;
 use proxy::pb::messaging_service_client::MessagingServiceClient;
-use proxy::pb::{self, AddressScheme, Code, Encoding, MessageType, Permission};
+use proxy::pb::{self, Code, Encoding, MessageType, Permission};
 use tonic::transport::Channel;
 
 /// Limit of each call.
@@ -107,23 +107,7 @@ fn client_id() -> String {
 
 /// A call with the headers every SDK sends.
 fn request<T>(message: T) -> tonic::Request<T> {
-    let mut request = tonic::Request::new(message);
-    request.set_timeout(CALL_TIMEOUT);
-    let headers = request.metadata_mut();
-    for (name, value) in [
-        (proxy::service::CLIENT_ID, client_id()),
-        (proxy::service::LANGUAGE, "RUST".to_owned()),
-        (
-            proxy::service::CLIENT_VERSION,
-            env!("CARGO_PKG_VERSION").to_owned(),
-        ),
-        ("x-mq-protocol", "v2".to_owned()),
-    ] {
-        if let Ok(value) = value.parse() {
-            headers.insert(name, value);
-        }
-    }
-    request
+    proxy::client::request(message, &client_id(), CALL_TIMEOUT)
 }
 
 async fn connect(endpoint: &str) -> Result<MessagingServiceClient<Channel>, String> {
@@ -134,28 +118,6 @@ async fn connect(endpoint: &str) -> Result<MessagingServiceClient<Channel>, Stri
         .await
         .map_err(|e| format!("cannot connect to {endpoint}: {e}"))?;
     Ok(MessagingServiceClient::new(channel))
-}
-
-/// `host:port` → the protocol's endpoints.
-fn endpoints(endpoint: &str) -> Result<pb::Endpoints, String> {
-    let (host, port) = endpoint
-        .rsplit_once(':')
-        .ok_or_else(|| format!("endpoint {endpoint} is not host:port"))?;
-    let port: i32 = port
-        .parse()
-        .map_err(|_| format!("endpoint {endpoint}: bad port"))?;
-    let scheme = match host.parse::<IpAddr>() {
-        Ok(IpAddr::V4(_)) => AddressScheme::IPv4,
-        Ok(IpAddr::V6(_)) => AddressScheme::IPv6,
-        Err(_) => AddressScheme::DomainName,
-    };
-    Ok(pb::Endpoints {
-        scheme: scheme.into(),
-        addresses: vec![pb::Address {
-            host: host.to_owned(),
-            port,
-        }],
-    })
 }
 
 fn check(status: Option<&pb::Status>, what: &str) -> Result<(), String> {
@@ -203,7 +165,7 @@ async fn send(
     let route = client
         .query_route(request(pb::QueryRouteRequest {
             topic: Some(resource.clone()),
-            endpoints: Some(endpoints(endpoint)?),
+            endpoints: Some(proxy::client::endpoints(endpoint)?),
         }))
         .await
         .map_err(|s| format!("QueryRoute at {endpoint}: {s}"))?

@@ -25,7 +25,6 @@ use proxy::pb::messaging_service_client::MessagingServiceClient;
 use proxy::pb::{self, Code, receive_message_response::Content, telemetry_command::Command};
 use tokio::sync::mpsc;
 use tonic::codegen::tokio_stream::wrappers::ReceiverStream;
-use tonic::metadata::MetadataValue;
 use tonic::transport::{Channel, Endpoint};
 
 use super::chart::ChartArgs;
@@ -155,10 +154,8 @@ struct Client {
 
 impl Client {
     async fn connect(endpoint: &str, connections: usize) -> Result<Client> {
-        let (host, port) = endpoint
-            .rsplit_once(':')
-            .and_then(|(h, p)| Some((h.to_owned(), p.parse::<i32>().ok()?)))
-            .ok_or_else(|| ToolsError::Usage(format!("--endpoint {endpoint:?}: not host:port")))?;
+        let address = proxy::client::endpoints(endpoint)
+            .map_err(|e| ToolsError::Usage(format!("--endpoint: {e}")))?;
         let mut channels = Vec::with_capacity(connections.max(1));
         for _ in 0..connections.max(1) {
             let channel = Endpoint::from_shared(format!("http://{endpoint}"))
@@ -177,10 +174,7 @@ impl Client {
         Ok(Client {
             id: id.into(),
             channels: channels.into(),
-            endpoint: pb::Endpoints {
-                scheme: pb::AddressScheme::IPv4.into(),
-                addresses: vec![pb::Address { host, port }],
-            },
+            endpoint: address,
         })
     }
 
@@ -191,23 +185,7 @@ impl Client {
 
     /// `message` with the headers an SDK puts on every call.
     fn request<T>(&self, message: T, timeout: Duration) -> tonic::Request<T> {
-        let mut request = tonic::Request::new(message);
-        request.set_timeout(timeout);
-        let m = request.metadata_mut();
-        if let Ok(v) = MetadataValue::try_from(&*self.id) {
-            m.insert("x-mq-client-id", v);
-        }
-        m.insert("x-mq-language", MetadataValue::from_static("RUST"));
-        m.insert("x-mq-protocol", MetadataValue::from_static("v2"));
-        m.insert(
-            "x-mq-client-version",
-            MetadataValue::from_static(env!("CARGO_PKG_VERSION")),
-        );
-        m.insert(
-            "x-mq-request-id",
-            MetadataValue::from(now_millis().rem_euclid(i64::MAX)),
-        );
-        request
+        proxy::client::request(message, &self.id, timeout)
     }
 
     /// Opens the telemetry stream with `settings` and waits for the proxy's answer; the
